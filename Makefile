@@ -1,0 +1,58 @@
+# `make book` builds the book; `make test` runs every test. Both set up .venv on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+VENDOR := book/vendor
+PIP    := $(BIN)/pip install --disable-pip-version-check -q
+
+# Web assets served from the built book, so that it renders with no network.
+MATHJAX      := mathjax@3.2.2
+REQUIREJS    := requirejs@2.3.7
+HTML_MANAGER := @jupyter-widgets/html-manager@1.0.6
+
+.PHONY: help install assets book test test-lib test-notebooks test-book clean
+
+help:
+	@echo "make book   build the book into _build/html/index.html"
+	@echo "make test   run the library tests, nbval over every chapter, the strict build and the browser check"
+
+install: $(STAMP)
+
+# Reinstall only when the requirements or the package metadata change.
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) -r requirements.txt
+	$(PIP) --no-deps -e .
+	touch $@
+
+assets: $(VENDOR)/.complete
+
+# Fetched into a temporary folder and moved into place at the end, so an interrupted fetch leaves nothing half-done.
+$(VENDOR)/.complete:
+	rm -rf $(VENDOR).tmp && mkdir -p $(VENDOR).tmp/pkg
+	cd $(VENDOR).tmp/pkg && npm pack --silent $(MATHJAX) $(REQUIREJS) $(HTML_MANAGER) >/dev/null
+	cd $(VENDOR).tmp/pkg && for f in *.tgz; do mkdir "$${f%.tgz}" && tar -xzf "$$f" -C "$${f%.tgz}" --strip-components=1; done
+	mv $(VENDOR).tmp/pkg/mathjax-*/es5 $(VENDOR).tmp/mathjax
+	mv $(VENDOR).tmp/pkg/requirejs-*/require.js $(VENDOR).tmp/require.js
+	mv $(VENDOR).tmp/pkg/jupyter-widgets-html-manager-*/dist $(VENDOR).tmp/html-manager
+	find $(VENDOR).tmp/html-manager -name '*.map' -delete
+	rm -rf $(VENDOR).tmp/pkg && touch $(VENDOR).tmp/.complete
+	rm -rf $(VENDOR) && mv $(VENDOR).tmp $(VENDOR)
+
+book: $(STAMP) $(VENDOR)/.complete
+	$(BIN)/jupyter-book build -W -n --keep-going .
+
+test: test-lib test-notebooks test-book
+
+test-lib: $(STAMP)
+	$(BIN)/python -m pytest tests --ignore=tests/book -q
+
+test-notebooks: $(STAMP)
+	$(BIN)/python -m pytest --nbval-lax --nbval-current-env notebooks -q
+
+test-book: book
+	$(BIN)/python -m pytest tests/book -q
+
+clean:
+	rm -rf _build

@@ -1,0 +1,211 @@
+"""Multi-head self-attention over sequences and images (Vaswani et al. 2017; Cordonnier et al. 2020, eq. 4-8).
+
+For an input X with N tokens of C = ``embed_dim`` channels, head h computes
+
+    A^(h) = softmax( X W_qry^(h) (X W_key^(h))^T / sqrt(D_h) + P^(h) + M )      (N x N)
+    SA^(h)(X) = A^(h) X W_val^(h)                                             (N x D_h)
+
+and the layer concatenates the heads and projects them:
+
+    MHSA(X) = concat_h[SA^(h)(X)] W_out + b_out                                (N x D_out).
+
+P^(h) is an optional relative-position term from :mod:`attnconv.positional` and M is -inf on padded keys.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ._checks import positive_int
+from .positional.base import PositionalLogits
+
+__all__ = ["MultiHeadSelfAttention"]
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """Multi-head self-attention with an optional relative-position term.
+
+    Args:
+        embed_dim: C = D_in, the channels of every input token.
+        num_heads: N_h.
+        head_dim: D_h, channels of each head's query, key and value. Defaults to ``embed_dim // num_heads``
+            (which must then divide evenly); any positive value is allowed, as Theorem 1 needs D_h = D_out.
+        out_dim: D_out, channels of the output. Defaults to ``embed_dim``.
+        bias: add biases to the query, key, value and output projections.
+        positional: a :class:`~attnconv.positional.PositionalLogits` module whose logits P^(h) are added
+            to every head's attention logits, or ``None``.
+        content: include the content term X W_qry W_key^T X^T / sqrt(D_h). With ``content=False`` the
+            attention depends on positions only (the setting of Cordonnier et al.'s Theorem 1), and the
+            probabilities are computed once per forward pass for the whole batch.
+        dropout: dropout probability on the attention probabilities during training.
+
+    Shapes:
+        x: ``(B, N, C)`` for a sequence or ``(B, H, W, C)`` for an image (tokens are the H*W pixels,
+        in row-major order). ``key_padding_mask``: bool, shaped like ``x`` without its channel axis,
+        ``True`` where a key is padding. The output has the shape of ``x`` with ``out_dim`` channels; the
+        attention probabilities, when asked for, are ``(B, N_h, N, N)``.
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        head_dim: int | None = None,
+        out_dim: int | None = None,
+        bias: bool = True,
+        positional: PositionalLogits | None = None,
+        content: bool = True,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.embed_dim = positive_int("embed_dim", embed_dim)
+        self.num_heads = positive_int("num_heads", num_heads)
+        if head_dim is None:
+            if embed_dim % num_heads:
+                raise ValueError(
+                    f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads}) "
+                    "when head_dim is not given"
+                )
+            head_dim = embed_dim // num_heads
+        self.head_dim = positive_int("head_dim", head_dim)
+        self.out_dim = positive_int("out_dim", embed_dim if out_dim is None else out_dim)
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        self.dropout = dropout
+        if positional is not None:
+            if not isinstance(positional, PositionalLogits):
+                raise ValueError(f"positional must be a PositionalLogits module or None, got {type(positional)}")
+            if positional.num_heads != num_heads:
+                raise ValueError(
+                    f"positional computes logits for {positional.num_heads} heads but num_heads={num_heads}"
+                )
+        elif not content:
+            raise ValueError("content=False needs a positional module: with neither term there are no logits")
+        self.content = content
+        self.positional = positional
+
+        inner = self.num_heads * self.head_dim
+        need_q = content or (positional is not None and positional.uses_queries)
+        need_k = content or (positional is not None and positional.uses_keys)
+        self.q_proj = nn.Linear(embed_dim, inner, bias=bias) if need_q else None
+        self.k_proj = nn.Linear(embed_dim, inner, bias=bias) if need_k else None
+        self.v_proj = nn.Linear(embed_dim, inner, bias=bias)
+        self.out_proj = nn.Linear(inner, self.out_dim, bias=bias)
+
+    @classmethod
+    def from_torch(cls, mha: nn.MultiheadAttention) -> "MultiHeadSelfAttention":
+        """A layer with the weights of a ``torch.nn.MultiheadAttention`` (same outputs for self-attention)."""
+        if not mha._qkv_same_embed_dim or mha.bias_k is not None or mha.add_zero_attn:
+            raise ValueError("mha must use one embed_dim for q, k, v, and no bias_k/bias_v or add_zero_attn")
+        layer = cls(mha.embed_dim, mha.num_heads, bias=mha.in_proj_bias is not None, dropout=mha.dropout)
+        layer = layer.to(device=mha.in_proj_weight.device, dtype=mha.in_proj_weight.dtype)
+        with torch.no_grad():
+            for proj, w in zip((layer.q_proj, layer.k_proj, layer.v_proj), mha.in_proj_weight.chunk(3)):
+                proj.weight.copy_(w)
+            layer.out_proj.weight.copy_(mha.out_proj.weight)
+            if mha.in_proj_bias is not None:
+                for proj, b in zip((layer.q_proj, layer.k_proj, layer.v_proj), mha.in_proj_bias.chunk(3)):
+                    proj.bias.copy_(b)
+                layer.out_proj.bias.copy_(mha.out_proj.bias)
+        return layer
+
+    # The forward pass, one step per method, so that a reader can run the steps one at a time.
+
+    def split_heads(self, t: Tensor) -> Tensor:
+        """``(B, N, N_h * D_h)`` -> ``(B, N_h, N, D_h)``."""
+        b, n, _ = t.shape
+        return t.view(b, n, self.num_heads, self.head_dim).transpose(1, 2)
+
+    def project(self, tokens: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor]:
+        """Queries, keys and values, each ``(B, N_h, N, D_h)`` (``None`` for an unused query or key)."""
+        q = None if self.q_proj is None else self.split_heads(self.q_proj(tokens))
+        k = None if self.k_proj is None else self.split_heads(self.k_proj(tokens))
+        return q, k, self.split_heads(self.v_proj(tokens))
+
+    def logits(self, grid: tuple[int, ...], q: Tensor | None, k: Tensor | None,
+               pad: Tensor | None = None) -> Tensor:
+        """Attention logits: ``(N_h, N, N)`` when they depend on positions only, else ``(B, N_h, N, N)``.
+
+        ``pad`` is an additive mask ``(B, 1, 1, N)`` (0 or -inf) from :meth:`padding_bias`.
+        """
+        terms = []
+        if self.content:
+            terms.append(q @ k.transpose(-2, -1) / math.sqrt(self.head_dim))
+        if self.positional is not None:
+            terms.append(self.positional(grid, q, k))
+        if pad is not None:
+            terms.append(pad)
+        out = terms[0]
+        for t in terms[1:]:
+            out = out + t
+        return out
+
+    def merge_heads(self, heads: Tensor, grid: tuple[int, ...]) -> Tensor:
+        """``(B, N_h, N, D_h)`` -> concatenate heads, apply W_out -> ``(B, *grid, D_out)``."""
+        b = heads.shape[0]
+        merged = heads.transpose(1, 2).reshape(b, -1, self.num_heads * self.head_dim)
+        return self.out_proj(merged).view(b, *grid, self.out_dim)
+
+    def padding_bias(self, key_padding_mask: Tensor, x_shape: torch.Size, dtype: torch.dtype) -> Tensor:
+        """Check a boolean key padding mask and turn it into an additive ``(B, 1, 1, N)`` bias."""
+        if key_padding_mask.dtype != torch.bool:
+            raise ValueError(f"key_padding_mask must be a bool tensor (True = padding), got {key_padding_mask.dtype}")
+        if tuple(key_padding_mask.shape) != tuple(x_shape[:-1]):
+            raise ValueError(
+                f"key_padding_mask must have shape {tuple(x_shape[:-1])} (x without its channel axis), "
+                f"got {tuple(key_padding_mask.shape)}"
+            )
+        flat = key_padding_mask.reshape(x_shape[0], -1)
+        if bool(flat.all(dim=1).any()):
+            raise ValueError("key_padding_mask masks every key of some batch element; at least one must be kept")
+        bias = torch.zeros(flat.shape, dtype=dtype, device=flat.device).masked_fill(flat, float("-inf"))
+        return bias[:, None, None, :]
+
+    def forward(
+        self, x: Tensor, key_padding_mask: Tensor | None = None, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """Self-attention over the tokens of ``x``.
+
+        Args:
+            x: ``(B, N, C)`` or ``(B, H, W, C)``.
+            key_padding_mask: optional bool ``(B, N)`` or ``(B, H, W)``, ``True`` marks padded keys.
+            need_weights: also return the attention probabilities (slower: the fused kernel is skipped).
+
+        Returns:
+            ``(out, probs)``: ``out`` is ``(B, N, D_out)`` or ``(B, H, W, D_out)``; ``probs`` is
+            ``(B, N_h, N, N)`` if ``need_weights`` else ``None``.
+        """
+        if x.dim() not in (3, 4):
+            raise ValueError(f"x must be (B, N, C) or (B, H, W, C), got shape {tuple(x.shape)}")
+        if x.shape[-1] != self.embed_dim:
+            raise ValueError(f"x must have embed_dim={self.embed_dim} channels in its last dim, got {x.shape[-1]}")
+        grid = tuple(x.shape[1:-1])
+        tokens = x.reshape(x.shape[0], -1, self.embed_dim)  # (B, N, C)
+        pad = None if key_padding_mask is None else self.padding_bias(key_padding_mask, x.shape, x.dtype)
+        q, k, v = self.project(tokens)  # (B, N_h, N, D_h) each
+        p_drop = self.dropout if self.training else 0.0
+
+        if self.content and not need_weights:
+            bias = None if self.positional is None else self.positional(grid, q, k)
+            if pad is not None:
+                bias = pad if bias is None else bias + pad
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p_drop)
+            return self.merge_heads(heads, grid), None
+
+        probs = torch.softmax(self.logits(grid, q, k, pad), dim=-1)  # (N_h, N, N) or (B, N_h, N, N)
+        attended = F.dropout(probs, p_drop) if p_drop else probs
+        heads = attended @ v  # broadcasts a batch-free (N_h, N, N) over the batch: computed once
+        out = self.merge_heads(heads, grid)
+        if not need_weights:
+            return out, None
+        return out, probs.expand(x.shape[0], *probs.shape[-3:])
+
+    def extra_repr(self) -> str:
+        return (
+            f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, head_dim={self.head_dim}, "
+            f"out_dim={self.out_dim}, content={self.content}, dropout={self.dropout}"
+        )

@@ -1,0 +1,23 @@
+"""Where local copies of the data sets live."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ENV_VAR = "ATTNCONV_DATA"
+
+
+def data_root() -> Path | None:
+    """The folder named by the ``ATTNCONV_DATA`` environment variable, or ``None`` when it is unset.
+
+    Raises:
+        FileNotFoundError: the variable is set but names no existing folder.
+    """
+    value = os.environ.get(ENV_VAR, "").strip()
+    if not value:
+        return None
+    root = Path(value).expanduser()
+    if not root.is_dir():
+        raise FileNotFoundError(f"{ENV_VAR}={value!r} is set but is not a folder; unset it or point it at the data")
+    return root

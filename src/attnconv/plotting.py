@@ -1,0 +1,92 @@
+"""Figures used by the chapters. Every function returns a ``matplotlib.figure.Figure`` and draws nothing random."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.figure import Figure
+from torch import Tensor
+
+from .conv import kernel_shifts, shift
+
+__all__ = ["show_shifted_copies", "show_weight_matrices", "show_attention"]
+
+
+def _as_image(x: Tensor) -> Tensor:
+    """``(H, W, C)`` -> something ``imshow`` draws: RGB scaled to [0, 1], or one channel."""
+    x = x.detach().to(torch.float64).cpu()
+    lo, hi = x.min(), x.max()
+    x = (x - lo) / (hi - lo) if hi > lo else torch.zeros_like(x)
+    return x if x.shape[-1] == 3 else x[..., 0]
+
+
+def show_shifted_copies(image: Tensor, kernel_size: int, dilation: int = 1) -> Figure:
+    """The K^2 zero-filled shifted copies ``shift(image, Δ)`` that a 'same' K x K convolution reads.
+
+    Args:
+        image: ``(H, W, C)``.
+        kernel_size: K, odd, so that the grid is centred on Δ = (0, 0).
+    """
+    pad = dilation * (kernel_size - 1) // 2
+    fig, axes = plt.subplots(kernel_size, kernel_size, figsize=(1.6 * kernel_size, 1.6 * kernel_size))
+    for (tap, delta), ax in zip(kernel_shifts((kernel_size,) * 2, (dilation,) * 2, (pad,) * 2), axes.flat):
+        ax.imshow(_as_image(shift(image, delta)), cmap="gray", interpolation="nearest")
+        ax.set_title(f"Δ = {delta}", fontsize=8)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.suptitle("shift(X, Δ): the pixel read at offset Δ = key − query", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def show_weight_matrices(weight: Tensor) -> Figure:
+    """The per-shift matrices W_Δ = ``weight[:, :, i, j].T`` (D_in x D_out) of a 2-D kernel, on the kernel grid."""
+    w = weight.detach().to(torch.float64).cpu()
+    k1, k2 = w.shape[-2:]
+    vmax = float(w.abs().max())
+    fig, axes = plt.subplots(k1, k2, figsize=(1.5 * k2 + 0.8, 1.5 * k1), squeeze=False)
+    for i in range(k1):
+        for j in range(k2):
+            im = axes[i, j].imshow(w[:, :, i, j].T, cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+            axes[i, j].set_title(f"tap ({i}, {j})", fontsize=8)
+            axes[i, j].set_xlabel("D_out", fontsize=7)
+            axes[i, j].set_ylabel("D_in", fontsize=7)
+            axes[i, j].set_xticks([])
+            axes[i, j].set_yticks([])
+    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8)
+    fig.suptitle("One D_in x D_out matrix W_Δ per kernel tap", fontsize=10)
+    return fig
+
+
+def show_attention(probs: Tensor, grid: Sequence[int], query: Sequence[int], image: Tensor | None = None,
+                   titles: Sequence[str] | None = None) -> Figure:
+    """Attention of one query pixel over an image grid, one panel per head.
+
+    Args:
+        probs: ``(N_h, N, N)`` attention probabilities of one image, ``N = H * W``.
+        grid: ``(H, W)``.
+        query: the query pixel ``(row, col)``.
+        image: optional ``(H', W', C)`` image drawn first, for reference.
+    """
+    h, w = grid
+    q = query[0] * w + query[1]
+    maps = probs.detach().to(torch.float64).cpu()[:, q, :].reshape(-1, h, w)
+    panels = maps.shape[0] + (image is not None)
+    fig, axes = plt.subplots(1, panels, figsize=(2.2 * panels, 2.4), squeeze=False)
+    axes = list(axes[0])
+    if image is not None:
+        ax = axes.pop(0)
+        ax.imshow(_as_image(image), interpolation="nearest")
+        ax.set_title("input", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    for head, ax in enumerate(axes):
+        ax.imshow(maps[head], cmap="viridis", interpolation="nearest", vmin=0)
+        ax.plot(query[1], query[0], marker="s", mfc="none", mec="red", ms=7)
+        ax.set_title(titles[head] if titles else f"head {head}", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.tight_layout()
+    return fig

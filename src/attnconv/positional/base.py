@@ -1,0 +1,81 @@
+"""The positional-logit interface: how relative-position terms plug into attention.
+
+Attention logits are a content term plus a position term (the Transformer-XL decomposition used by
+Cordonnier et al. 2020, eq. 8, and by Chang et al. 2021):
+
+    A_{q,k} = X_q W_qry W_key^T X_k^T / sqrt(D_h)  +  P^(h)_{q,k},
+
+where P^(h) depends on the relative position δ = k - q (key minus query) and, for some encodings, on
+the query or key vectors too. A positional module computes P for every head.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+from torch import Tensor, nn
+
+from .._checks import positive_int
+
+__all__ = ["PositionalLogits", "grid_positions", "relative_offsets"]
+
+
+def grid_positions(grid: Sequence[int], device: torch.device | None = None) -> Tensor:
+    """Integer coordinates of every token of a grid, in row-major order.
+
+    Args:
+        grid: the spatial shape, ``(N,)`` for a sequence or ``(H, W)`` for an image.
+
+    Returns:
+        ``(N, d)`` long tensor, ``N = prod(grid)``, ``d = len(grid)``.
+    """
+    axes = [torch.arange(n, device=device) for n in grid]
+    return torch.stack(torch.meshgrid(*axes, indexing="ij"), dim=-1).reshape(math.prod(grid), len(grid))
+
+
+def relative_offsets(grid: Sequence[int], device: torch.device | None = None) -> Tensor:
+    """Relative positions δ = k - q for every (query q, key k) pair of a grid.
+
+    Returns:
+        ``(N, N, d)`` long tensor with ``out[q, k] = pos[k] - pos[q]``.
+    """
+    pos = grid_positions(grid, device)
+    return pos[None, :, :] - pos[:, None, :]
+
+
+class PositionalLogits(nn.Module):
+    """Base class of modules that add relative-position logits P^(h) to attention.
+
+    Subclasses implement :meth:`forward`. Set ``uses_queries`` / ``uses_keys`` to ``True`` when the
+    logits depend on the projected queries / keys; :class:`~attnconv.attention.MultiHeadSelfAttention`
+    then computes them even when its content term is switched off.
+
+    Args:
+        num_heads: N_h, the number of heads the logits are computed for.
+    """
+
+    uses_queries: bool = False
+    uses_keys: bool = False
+
+    def __init__(self, num_heads: int) -> None:
+        super().__init__()
+        self.num_heads = positive_int("num_heads", num_heads)
+
+    def forward(self, grid: tuple[int, ...], queries: Tensor | None, keys: Tensor | None) -> Tensor:
+        """Position logits for a grid of ``N = prod(grid)`` tokens.
+
+        Args:
+            grid: the spatial shape of the input, ``(N,)`` or ``(H, W)``.
+            queries: ``(B, N_h, N, D_h)`` projected queries, or ``None`` when not ``uses_queries``.
+            keys: ``(B, N_h, N, D_h)`` projected keys, or ``None`` when not ``uses_keys``.
+
+        Returns:
+            ``(N_h, N, N)`` when the logits do not depend on content (computed once per forward pass
+            and shared by the batch), else ``(B, N_h, N, N)``.
+        """
+        raise NotImplementedError
+
+    def extra_repr(self) -> str:
+        return f"num_heads={self.num_heads}"
