@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
 from matplotlib.figure import Figure
 from torch import Tensor
@@ -14,12 +15,12 @@ from .conv import kernel_shifts, shift
 __all__ = ["show_shifted_copies", "show_weight_matrices", "show_attention"]
 
 
-def _as_image(x: Tensor) -> Tensor:
-    """``(H, W, C)`` -> something ``imshow`` draws: RGB scaled to [0, 1], or one channel."""
+def _as_image(x: Tensor) -> np.ndarray:
+    """``(H, W, C)`` -> an array ``imshow`` draws: RGB scaled to [0, 1], or one channel."""
     x = x.detach().to(torch.float64).cpu()
     lo, hi = x.min(), x.max()
     x = (x - lo) / (hi - lo) if hi > lo else torch.zeros_like(x)
-    return x if x.shape[-1] == 3 else x[..., 0]
+    return (x if x.shape[-1] == 3 else x[..., 0]).numpy()
 
 
 def show_shifted_copies(image: Tensor, kernel_size: int, dilation: int = 1) -> Figure:
@@ -49,7 +50,7 @@ def show_weight_matrices(weight: Tensor) -> Figure:
     fig, axes = plt.subplots(k1, k2, figsize=(1.5 * k2 + 0.8, 1.5 * k1), squeeze=False)
     for i in range(k1):
         for j in range(k2):
-            im = axes[i, j].imshow(w[:, :, i, j].T, cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+            im = axes[i, j].imshow(w[:, :, i, j].T.numpy(), cmap="RdBu_r", vmin=-vmax, vmax=vmax)
             axes[i, j].set_title(f"tap ({i}, {j})", fontsize=8)
             axes[i, j].set_xlabel("D_out", fontsize=7)
             axes[i, j].set_ylabel("D_in", fontsize=7)
@@ -83,7 +84,7 @@ def show_attention(probs: Tensor, grid: Sequence[int], query: Sequence[int], ima
         ax.set_xticks([])
         ax.set_yticks([])
     for head, ax in enumerate(axes):
-        ax.imshow(maps[head], cmap="viridis", interpolation="nearest", vmin=0)
+        ax.imshow(maps[head].numpy(), cmap="viridis", interpolation="nearest", vmin=0)
         ax.plot(query[1], query[0], marker="s", mfc="none", mec="red", ms=7)
         ax.set_title(titles[head] if titles else f"head {head}", fontsize=9)
         ax.set_xticks([])

@@ -1,0 +1,133 @@
+"""Forward + backward time and peak memory: attnconv's MultiHeadSelfAttention vs torch.nn.MultiheadAttention.
+
+Usage: python benchmarks/attention.py [--repeats 7] [--out results/benchmarks/attention]
+
+Time is the median of ``--repeats`` runs after two warm-up runs, in this process. Peak memory is measured
+in a fresh subprocess per configuration: the growth of the resident set's high-water mark (Linux
+/proc/self/status VmHWM, reset through /proc/self/clear_refs) over one forward + backward pass, with glibc
+told to return large buffers to the OS at once; the median of three subprocesses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from attnconv import MultiHeadSelfAttention
+
+SIZES = [(n, c) for n in (64, 256, 1024) for c in (64, 256, 512)]
+HEADS = 8
+BATCH = 8
+
+
+def build(impl: str, n: int, c: int):
+    torch.manual_seed(0)
+    reference = torch.nn.MultiheadAttention(c, HEADS, batch_first=True)
+    x = torch.randn(BATCH, n, c, requires_grad=True)
+    if impl == "torch":
+        return lambda: reference(x, x, x, need_weights=False)[0].sum().backward()
+    ours = MultiHeadSelfAttention.from_torch(reference)
+    return lambda: ours(x)[0].sum().backward()
+
+
+def time_it(step, repeats: int) -> float:
+    for _ in range(2):
+        step()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def peak_memory_child(impl: str, n: int, c: int) -> None:
+    step = build(impl, n, c)
+    step()  # allocate everything that persists (parameters' gradients, thread pools)
+    Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark to the current RSS
+    base = _status_kib("VmRSS")
+    step()
+    print(json.dumps({"peak_mib": (_status_kib("VmHWM") - base) / 1024}))
+
+
+def peak_memory(impl: str, n: int, c: int, runs: int = 3) -> float:
+    # A fixed mmap threshold makes glibc hand every large buffer back to the OS when it is freed, so the
+    # high-water mark tracks the peak of live tensors rather than the allocator's caching.
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="0")
+    peaks = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, __file__, "--child", impl, str(n), str(c)],
+                             capture_output=True, text=True, check=True, env=env)
+        peaks.append(json.loads(out.stdout.strip().splitlines()[-1])["peak_mib"])
+    return statistics.median(peaks)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--out", default="results/benchmarks/attention")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        impl, n, c = args.child
+        return peak_memory_child(impl, int(n), int(c))
+
+    rows = []
+    for n, c in SIZES:
+        row = {"N": n, "C": c}
+        for impl in ("torch", "attnconv"):
+            row[f"{impl}_ms"] = 1000 * time_it(build(impl, n, c), args.repeats)
+            row[f"{impl}_peak_mib"] = peak_memory(impl, n, c)
+        row["time_ratio"] = row["attnconv_ms"] / row["torch_ms"]
+        row["memory_ratio"] = row["attnconv_peak_mib"] / max(row["torch_peak_mib"], 1e-9)
+        rows.append(row)
+        print(f"N={n:5d} C={c:4d}  torch {row['torch_ms']:8.2f} ms  attnconv {row['attnconv_ms']:8.2f} ms  "
+              f"ratio {row['time_ratio']:.2f}  peak {row['torch_peak_mib']:7.1f} / {row['attnconv_peak_mib']:7.1f} MiB",
+              flush=True)
+
+    meta = {
+        "benchmark": "MultiHeadSelfAttention vs nn.MultiheadAttention, forward + backward",
+        "batch": BATCH, "heads": HEADS, "repeats": args.repeats, "statistic": "median",
+        "torch": torch.__version__, "python": platform.python_version(), "machine": platform.machine(),
+        "processor": platform.processor() or "unknown", "cpus": os.cpu_count(), "threads": torch.get_num_threads(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
+    lines = [
+        f"# {meta['benchmark']}",
+        "",
+        f"batch {BATCH}, {HEADS} heads, float32, median of {args.repeats} runs; torch {meta['torch']}, "
+        f"Python {meta['python']}, {meta['cpus']} CPUs ({meta['machine']}), {meta['threads']} threads, {meta['date']}.",
+        "",
+        "| N | C | torch (ms) | attnconv (ms) | time ratio | torch peak (MiB) | attnconv peak (MiB) | memory ratio |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['N']} | {r['C']} | {r['torch_ms']:.2f} | {r['attnconv_ms']:.2f} | {r['time_ratio']:.2f} | "
+        f"{r['torch_peak_mib']:.1f} | {r['attnconv_peak_mib']:.1f} | {r['memory_ratio']:.2f} |"
+        for r in rows
+    ]
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print(f"max time ratio {max(r['time_ratio'] for r in rows):.2f}; wrote {out}.json and {out}.md")
+
+
+if __name__ == "__main__":
+    main()

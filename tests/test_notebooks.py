@@ -1,0 +1,81 @@
+"""Notebook hygiene: paired .md/.ipynb in step, no committed outputs, a Colab cell, listed in the table of contents."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import jupytext
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+CHAPTERS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.md"))
+
+
+def test_chapters_exist():
+    assert len(CHAPTERS) >= 2
+
+
+def test_every_md_has_an_ipynb_and_back():
+    md = {p.stem for p in NOTEBOOKS.glob("*.md")}
+    ipynb = {p.stem for p in NOTEBOOKS.glob("*.ipynb")}
+    assert md == ipynb, f"unpaired: {sorted(md ^ ipynb)} (run `jupytext --to ipynb notebooks/NAME.md`)"
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_pair_has_not_drifted(md):
+    a = jupytext.read(md)
+    b = jupytext.read(md.with_suffix(".ipynb"))
+    cells_a = [(c.cell_type, c.source.strip()) for c in a.cells]
+    cells_b = [(c.cell_type, c.source.strip()) for c in b.cells]
+    assert cells_a == cells_b, f"{md.name} and its .ipynb differ: run `jupytext --to ipynb {md}`"
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_committed_ipynb_has_no_outputs(md):
+    nb = json.loads(md.with_suffix(".ipynb").read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            assert not cell.get("outputs"), f"{md.stem}.ipynb holds outputs"
+            assert cell.get("execution_count") is None, f"{md.stem}.ipynb holds execution counts"
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_first_code_cell_installs_in_colab_only(md):
+    first = next(c for c in jupytext.read(md).cells if c.cell_type == "code")
+    tags = first.metadata.get("tags", [])
+    assert "remove-cell" in tags and "nbval-skip" in tags
+    assert '"google.colab" in sys.modules' in first.source and "pip install" in first.source
+    assert "torch" not in first.source, "the Colab cell must not pin torch: Colab ships its own"
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_is_in_table_of_contents(md):
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    assert f"notebooks/{md.stem}" in files
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_has_exercises_with_solutions(md):
+    text = md.read_text()
+    exercises = re.findall(r":::\{exercise\}\n:label: (\S+)", text)
+    solutions = re.findall(r":::\{solution\} (\S+)", text)
+    assert len(exercises) >= 2, f"{md.name}: at least two exercises"
+    assert sorted(exercises) == sorted(solutions), f"{md.name}: every exercise needs one solution"
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_notebooks_call_the_library_rather_than_implement_it(md):
+    for cell in jupytext.read(md).cells:
+        if cell.cell_type != "code":
+            continue
+        source = re.sub(r"(?m)^(\s*)%.*$", r"\1pass", cell.source)  # IPython magics are not Python
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                length = node.end_lineno - node.lineno + 1
+                assert length <= 6, f"{md.name}: `{node.name}` is {length} lines; move it into attnconv"
