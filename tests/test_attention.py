@@ -71,6 +71,25 @@ def test_head_dim_larger_than_split_and_out_dim():
     assert layer.v_proj.weight.shape == (90, 6) and layer.out_proj.weight.shape == (4, 90)
 
 
+@pytest.mark.parametrize("content", [True, False])
+def test_shared_values_equal_per_head_copies(content):
+    """Sharing one value projection equals giving every head an identical copy of it."""
+    pos = None if content else OffsetBias(3, scale=0.5)
+    shared = MultiHeadSelfAttention(8, 3, head_dim=8, positional=pos, content=content, shared_values=True).double()
+    copies = MultiHeadSelfAttention(8, 3, head_dim=8, positional=pos, content=content).double()
+    with torch.no_grad():
+        for name in ("q_proj", "k_proj", "out_proj"):
+            if getattr(shared, name) is not None:
+                getattr(copies, name).load_state_dict(getattr(shared, name).state_dict())
+        copies.v_proj.weight.copy_(shared.v_proj.weight.repeat(3, 1))
+        copies.v_proj.bias.copy_(shared.v_proj.bias.repeat(3))
+    assert shared.v_proj.weight.shape == (8, 8) and shared.out_proj.weight.shape == (8, 24)
+    x = torch.randn(2, 4, 4, 8, dtype=torch.float64)
+    for need_weights in (False, True):
+        torch.testing.assert_close(shared(x, need_weights=need_weights)[0], copies(x, need_weights=need_weights)[0],
+                                   rtol=0, atol=1e-12)
+
+
 class OffsetBias(PositionalLogits):
     """A test encoding: logit = -scale * |δ|^2 per head (content-independent)."""
 

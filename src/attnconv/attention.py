@@ -42,6 +42,10 @@ class MultiHeadSelfAttention(nn.Module):
             attention depends on positions only (the setting of Cordonnier et al.'s Theorem 1), and the
             probabilities are computed once per forward pass for the whole batch.
         dropout: dropout probability on the attention probabilities during training.
+        shared_values: one value projection X W_val (``embed_dim -> head_dim``) shared by every head, as in
+            Cordonnier et al.'s implementation: the heads differ only in where they look, and W_out mixes
+            the N_h concatenated copies. With ``head_dim = embed_dim = 400`` and 9 heads this is the paper's
+            layer (a 3600 -> 400 output projection).
 
     Shapes:
         x: ``(B, N, C)`` for a sequence or ``(B, H, W, C)`` for an image (tokens are the H*W pixels,
@@ -60,6 +64,7 @@ class MultiHeadSelfAttention(nn.Module):
         positional: PositionalLogits | None = None,
         content: bool = True,
         dropout: float = 0.0,
+        shared_values: bool = False,
     ) -> None:
         super().__init__()
         self.embed_dim = positive_int("embed_dim", embed_dim)
@@ -87,13 +92,14 @@ class MultiHeadSelfAttention(nn.Module):
             raise ValueError("content=False needs a positional module: with neither term there are no logits")
         self.content = content
         self.positional = positional
+        self.shared_values = shared_values
 
         inner = self.num_heads * self.head_dim
         need_q = content or (positional is not None and positional.uses_queries)
         need_k = content or (positional is not None and positional.uses_keys)
         self.q_proj = nn.Linear(embed_dim, inner, bias=bias) if need_q else None
         self.k_proj = nn.Linear(embed_dim, inner, bias=bias) if need_k else None
-        self.v_proj = nn.Linear(embed_dim, inner, bias=bias)
+        self.v_proj = nn.Linear(embed_dim, self.head_dim if shared_values else inner, bias=bias)
         self.out_proj = nn.Linear(inner, self.out_dim, bias=bias)
 
     @classmethod
@@ -116,12 +122,12 @@ class MultiHeadSelfAttention(nn.Module):
     # The forward pass, one step per method, so that a reader can run the steps one at a time.
 
     def split_heads(self, t: Tensor) -> Tensor:
-        """``(B, N, N_h * D_h)`` -> ``(B, N_h, N, D_h)``."""
-        b, n, _ = t.shape
-        return t.view(b, n, self.num_heads, self.head_dim).transpose(1, 2)
+        """``(B, N, N_h * D_h)`` -> ``(B, N_h, N, D_h)``; a shared ``(B, N, D_h)`` -> ``(B, 1, N, D_h)``."""
+        b, n, width = t.shape
+        return t.view(b, n, width // self.head_dim, self.head_dim).transpose(1, 2)
 
     def project(self, tokens: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor]:
-        """Queries, keys and values, each ``(B, N_h, N, D_h)`` (``None`` for an unused query or key)."""
+        """Queries and keys ``(B, N_h, N, D_h)`` (``None`` when unused) and values ``(B, N_h or 1, N, D_h)``."""
         q = None if self.q_proj is None else self.split_heads(self.q_proj(tokens))
         k = None if self.k_proj is None else self.split_heads(self.k_proj(tokens))
         return q, k, self.split_heads(self.v_proj(tokens))
@@ -193,6 +199,7 @@ class MultiHeadSelfAttention(nn.Module):
             bias = None if self.positional is None else self.positional(grid, q, k)
             if pad is not None:
                 bias = pad if bias is None else bias + pad
+            v = v.expand(-1, self.num_heads, -1, -1)  # a view when values are shared
             heads = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p_drop)
             return self.merge_heads(heads, grid), None
 
@@ -207,5 +214,6 @@ class MultiHeadSelfAttention(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, head_dim={self.head_dim}, "
-            f"out_dim={self.out_dim}, content={self.content}, dropout={self.dropout}"
+            f"out_dim={self.out_dim}, content={self.content}, dropout={self.dropout}, "
+            f"shared_values={self.shared_values}"
         )
