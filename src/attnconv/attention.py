@@ -26,6 +26,28 @@ from .positional.base import PositionalLogits
 __all__ = ["MultiHeadSelfAttention"]
 
 
+def attend_factorized(axes: list[Tensor], v: Tensor, grid: tuple[int, ...]) -> Tensor:
+    """Apply attention whose matrix is a Kronecker product of per-axis matrices, one axis at a time.
+
+    Args:
+        axes: one ``(N_h, L_a, L_a)`` probability matrix per grid axis (rows: query coordinate).
+        v: values ``(B, N_h or 1, N, D_h)`` with ``N = prod(grid)`` in row-major order.
+
+    Returns:
+        ``(B, N_h, N, D_h)``, equal to ``(P_1 ⊗ P_2 ⊗ ...) @ v`` for every head.
+    """
+    b, _, n, d = v.shape
+    out = v.reshape(b, v.shape[1], *grid, d)  # (B, N_h, L_1, ..., L_k, D_h)
+    for axis, p in enumerate(axes):
+        dim = 2 + axis
+        moved = out.movedim(dim, -1)  # (B, N_h, ..., D_h, L_a)
+        shape = moved.shape
+        flat = moved.reshape(shape[0], shape[1], -1, shape[-1])  # (B, N_h or 1, M, L_a)
+        mixed = flat @ p.transpose(-1, -2).unsqueeze(0)  # (B, N_h, M, L_a): Σ_j x[..., j] P[i, j]
+        out = mixed.reshape(shape[0], mixed.shape[1], *shape[2:]).movedim(-1, dim)
+    return out.reshape(b, out.shape[1], n, d)
+
+
 class MultiHeadSelfAttention(nn.Module):
     """Multi-head self-attention with an optional relative-position term.
 
@@ -202,6 +224,11 @@ class MultiHeadSelfAttention(nn.Module):
             v = v.expand(-1, self.num_heads, -1, -1)  # a view when values are shared
             heads = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p_drop)
             return self.merge_heads(heads, grid), None
+
+        if not self.content and pad is None and not need_weights and not p_drop:
+            axes = self.positional.factorized_probs(grid)
+            if axes is not None:  # P^(h) = P_1 ⊗ P_2 ⊗ ...: attend one axis at a time, never forming N x N
+                return self.merge_heads(attend_factorized(axes, v, grid), grid), None
 
         probs = torch.softmax(self.logits(grid, q, k, pad), dim=-1)  # (N_h, N, N) or (B, N_h, N, N)
         attended = F.dropout(probs, p_drop) if p_drop else probs

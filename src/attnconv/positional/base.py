@@ -77,5 +77,13 @@ class PositionalLogits(nn.Module):
         """
         raise NotImplementedError
 
+    def factorized_probs(self, grid: tuple[int, ...]) -> list[Tensor] | None:
+        """Optional fast path for content-independent encodings whose softmax factorises over the axes.
+
+        Returns one ``(N_h, L_a, L_a)`` probability matrix per axis of the grid, such that the full
+        attention matrix is their Kronecker product, or ``None`` (the default) when it does not factorise.
+        """
+        return None
+
     def extra_repr(self) -> str:
         return f"num_heads={self.num_heads}"

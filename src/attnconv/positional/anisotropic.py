@@ -1,0 +1,65 @@
+"""The anisotropic (generalised) Gaussian relative encoding (Cordonnier et al. 2020, Sec. 4.1).
+
+Head h has a centre Δ^(h) and a 2 x 2 symmetric positive-definite precision Σ^(h)^-1, and its logit is
+
+    -(δ - Δ^(h))ᵀ Σ^(h)^-1 (δ - Δ^(h))   (up to a constant per head).
+
+This is still a positional query times a fixed encoding, now 5-dimensional:
+r_δ = (δ_1², δ_2², δ_1 δ_2, δ_1, δ_2). With a rotated (non-diagonal) precision the logits no longer split
+into a row term plus a column term, so the layer computes the dense (N_h, N, N) table, once per forward pass.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import Tensor, nn
+
+from .base import PositionalLogits, relative_offsets
+
+__all__ = ["AnisotropicGaussianEncoding"]
+
+
+class AnisotropicGaussianEncoding(PositionalLogits):
+    """Gaussian relative attention with a full 2 x 2 precision matrix per head, on image grids.
+
+    The precision is Σ^-1 = L Lᵀ with L lower-triangular and a positive diagonal (stored through its log),
+    so it stays positive-definite during training.
+
+    Args:
+        num_heads: N_h.
+        centers: ``(N_h, 2)`` initial centres Δ^(h); default N(0, ``init_center_std``²).
+        alpha: initial isotropic precision α (Σ^-1 = α I at initialisation).
+        init_center_std: spread of the random initial centres.
+    """
+
+    def __init__(self, num_heads: int, centers: Tensor | Sequence[Sequence[float]] | None = None,
+                 alpha: float = 1.0, init_center_std: float = 2.0) -> None:
+        super().__init__(num_heads)
+        if centers is None:
+            centers = torch.randn(num_heads, 2) * init_center_std
+        centers = torch.as_tensor(centers, dtype=torch.get_default_dtype()).clone()
+        if tuple(centers.shape) != (num_heads, 2):
+            raise ValueError(f"centers must be (num_heads={num_heads}, 2), got shape {tuple(centers.shape)}")
+        if not alpha > 0:
+            raise ValueError(f"alpha must be > 0, got {alpha!r}")
+        self.centers = nn.Parameter(centers)
+        half_log = torch.full((num_heads, 2), 0.5 * torch.log(torch.tensor(float(alpha))).item())
+        self.log_diag = nn.Parameter(half_log)  # log of L's diagonal
+        self.off_diag = nn.Parameter(torch.zeros(num_heads))  # L[1, 0]
+
+    def precision(self) -> Tensor:
+        """Σ^(h)^-1 = L Lᵀ, ``(N_h, 2, 2)``."""
+        diag = self.log_diag.exp()
+        lower = torch.zeros(self.num_heads, 2, 2, dtype=diag.dtype, device=diag.device)
+        lower[:, 0, 0], lower[:, 1, 1], lower[:, 1, 0] = diag[:, 0], diag[:, 1], self.off_diag
+        return lower @ lower.transpose(-1, -2)
+
+    def forward(self, grid: tuple[int, ...], queries: Tensor | None = None, keys: Tensor | None = None) -> Tensor:
+        """Logits ``(N_h, N, N)``, shared by the batch."""
+        if len(grid) != 2:
+            raise ValueError(f"AnisotropicGaussianEncoding works on (H, W) grids, got {tuple(grid)}")
+        delta = relative_offsets(grid, self.centers.device).to(self.centers.dtype)  # (N, N, 2)
+        diff = delta[None] - self.centers[:, None, None, :]  # (N_h, N, N, 2)
+        return -torch.einsum("hqki,hij,hqkj->hqk", diff, self.precision(), diff)

@@ -1,0 +1,145 @@
+"""The quadratic (isotropic Gaussian) relative encoding of Cordonnier et al. 2020, Lemma 2.
+
+With the relative position δ = k - q, the encoding r_δ = (‖δ‖², δ_1, ..., δ_d) and the positional query
+v^(h) = -α^(h) (1, -2Δ^(h)_1, ..., -2Δ^(h)_d), head h's logit is
+
+    v^(h) · r_δ = -α^(h) (‖δ - Δ^(h)‖² - ‖Δ^(h)‖²),
+
+a Gaussian bump centred on the shift Δ^(h) with inverse width α^(h). The -‖Δ‖² term is the same for
+every key and cancels in the softmax. As α -> ∞ the head attends to δ = Δ only.
+
+The logit is a sum of one term per axis, so the softmax over a rectangular grid factorises into one small
+softmax per axis: P^(h) = P^(h)_rows ⊗ P^(h)_cols. The layer uses that to attend without an N x N matrix.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+from torch import Tensor, nn
+
+from .base import PositionalLogits
+
+__all__ = ["QuadraticEncoding", "quadratic_features", "positional_query", "hard_logit_floor"]
+
+
+def quadratic_features(delta: Tensor) -> Tensor:
+    """r_δ = (‖δ‖², δ_1, ..., δ_d) for relative positions ``delta`` of shape ``(..., d)``; returns ``(..., d + 1)``."""
+    delta = delta.to(torch.get_default_dtype()) if not delta.is_floating_point() else delta
+    return torch.cat([delta.pow(2).sum(-1, keepdim=True), delta], dim=-1)
+
+
+def positional_query(centers: Tensor, alpha: Tensor) -> Tensor:
+    """v^(h) = -α^(h) (1, -2Δ^(h)) for centres ``(N_h, d)`` and ``alpha`` ``(N_h,)``; returns ``(N_h, d + 1)``."""
+    ones = torch.ones_like(centers[:, :1])
+    return -alpha[:, None] * torch.cat([ones, -2 * centers], dim=-1)
+
+
+def hard_logit_floor(dtype: torch.dtype) -> float:
+    """The logit given to keys a hard head ignores: exp of it underflows to exactly 0, and the sum of a few
+    of them does not overflow."""
+    return torch.finfo(dtype).min / 8
+
+
+class QuadraticEncoding(PositionalLogits):
+    """Isotropic Gaussian relative attention: head h attends around the shift Δ^(h) with inverse width α^(h).
+
+    Args:
+        num_heads: N_h.
+        centers: ``(N_h, d)`` initial shifts Δ^(h) (``d = 1`` for sequences, ``2`` for images). Default: drawn
+            from N(0, ``init_center_std``²) in ``dims`` dimensions, as in the paper's training setup.
+        alpha: initial α^(h) > 0, a float or ``(N_h,)``. ``None`` selects exact hard attention (the α -> ∞
+            limit), which needs integer centres and has no width parameter.
+        dims: d, used only when ``centers`` is not given.
+        init_center_std: spread of the random initial centres.
+        learnable: whether Δ and α are trained (``nn.Parameter``) or fixed buffers.
+
+    Centres are stored as ``centers`` and α through ``log_alpha`` (so it stays positive when trained).
+    """
+
+    def __init__(
+        self,
+        num_heads: int,
+        centers: Tensor | Sequence[Sequence[float]] | None = None,
+        alpha: float | Tensor | None = 1.0,
+        dims: int = 2,
+        init_center_std: float = 2.0,
+        learnable: bool = True,
+    ) -> None:
+        super().__init__(num_heads)
+        if centers is None:
+            centers = torch.randn(num_heads, dims) * init_center_std
+        centers = torch.as_tensor(centers, dtype=torch.get_default_dtype()).clone()
+        if centers.dim() != 2 or centers.shape[0] != num_heads:
+            raise ValueError(f"centers must be (num_heads={num_heads}, d), got shape {tuple(centers.shape)}")
+        self.hard = alpha is None
+        if self.hard:
+            if not torch.equal(centers, centers.round()):
+                raise ValueError("alpha=None (hard attention) needs integer centers")
+            log_alpha = torch.zeros(num_heads)
+        else:
+            alpha_t = torch.as_tensor(alpha, dtype=torch.get_default_dtype()).expand(num_heads).clone()
+            if not torch.all(alpha_t > 0) or not torch.all(torch.isfinite(alpha_t)):
+                raise ValueError(f"alpha must be finite and > 0 (or None for hard attention), got {alpha!r}")
+            log_alpha = alpha_t.log()
+        if learnable and not self.hard:
+            self.centers = nn.Parameter(centers)
+            self.log_alpha = nn.Parameter(log_alpha)
+        else:
+            self.register_buffer("centers", centers)
+            self.register_buffer("log_alpha", log_alpha)
+
+    @property
+    def dims(self) -> int:
+        return self.centers.shape[1]
+
+    @property
+    def alpha(self) -> Tensor:
+        """α^(h), ``(N_h,)`` (``inf`` in hard mode)."""
+        return torch.full_like(self.log_alpha, math.inf) if self.hard else self.log_alpha.exp()
+
+    def positional_query(self) -> Tensor:
+        """v^(h) = -α^(h)(1, -2Δ^(h)), ``(N_h, d + 1)`` (finite α only)."""
+        if self.hard:
+            raise ValueError("a hard (alpha=None) encoding has no finite positional query")
+        return positional_query(self.centers, self.alpha)
+
+    def axis_logits(self, grid: Sequence[int]) -> list[Tensor]:
+        """One ``(N_h, L, L)`` logit table per axis of the grid; the full logit is their sum.
+
+        Entry ``[h, i, j]`` is head h's term for query coordinate i and key coordinate j on that axis:
+        ``-α(δ² - 2Δ_a δ)`` with ``δ = j - i`` (or 0 / a huge negative number in hard mode).
+        """
+        if len(grid) != self.dims:
+            raise ValueError(f"this encoding has {self.dims}-D centres but the input grid is {tuple(grid)}")
+        out = []
+        for axis, length in enumerate(grid):
+            pos = torch.arange(length, device=self.centers.device, dtype=self.centers.dtype)
+            delta = pos[None, :] - pos[:, None]  # (L, L), key minus query
+            center = self.centers[:, axis, None, None]  # (N_h, 1, 1)
+            if self.hard:
+                zero = delta.new_zeros(())
+                floor = delta.new_full((), hard_logit_floor(delta.dtype))
+                out.append(torch.where(delta == center, zero, floor))
+            else:
+                out.append(-self.alpha[:, None, None] * (delta**2 - 2 * center * delta))
+        return out
+
+    def forward(self, grid: tuple[int, ...], queries: Tensor | None = None, keys: Tensor | None = None) -> Tensor:
+        """Dense logits v^(h) · r_δ for every (query, key) pair: ``(N_h, N, N)``, shared by the batch."""
+        parts = self.axis_logits(grid)
+        total = parts[0]
+        for part in parts[1:]:  # outer sum over axes: (N_h, H, H) + (N_h, W, W) -> (N_h, H, W, H, W)
+            a, b = total.shape[1], part.shape[1]
+            total = total.reshape(self.num_heads, a, 1, a, 1) + part.reshape(self.num_heads, 1, b, 1, b)
+            total = total.reshape(self.num_heads, a * b, a * b)
+        return total
+
+    def factorized_probs(self, grid: tuple[int, ...]) -> list[Tensor]:
+        """Per-axis attention probabilities ``[(N_h, L_a, L_a)]``; the full P^(h) is their Kronecker product."""
+        return [torch.softmax(part, dim=-1) for part in self.axis_logits(grid)]
+
+    def extra_repr(self) -> str:
+        return f"num_heads={self.num_heads}, dims={self.dims}, hard={self.hard}"
