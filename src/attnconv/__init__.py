@@ -5,6 +5,10 @@ The library behind the executable book. Modules:
 - :mod:`attnconv.conv`: convolution as a sum of shifted linear maps.
 - :mod:`attnconv.attention`: multi-head self-attention with a relative-position term.
 - :mod:`attnconv.positional`: the relative positional encodings that plug into it.
+- :mod:`attnconv.construct`: Theorem 1 as a function, ``conv_to_mhsa``.
+- :mod:`attnconv.bounds`: the error of finite-α attention against the convolution it approximates.
+- :mod:`attnconv.analysis`: how convolutional is an attention head.
+- :mod:`attnconv.proofs`: the SymPy proofs of every claim.
 - :mod:`attnconv.tokens`: images as grids of tokens.
 - :mod:`attnconv.plotting`: the figures of the chapters.
 - :mod:`attnconv.data`: locating data sets and example images.

@@ -1,3 +1,5 @@
 """Exact constructions that turn convolutions into attention layers and back."""
 
-__all__: list[str] = []
+from .image import ConvAsAttention, conv_to_mhsa, factorize_tap
+
+__all__ = ["ConvAsAttention", "conv_to_mhsa", "factorize_tap"]

@@ -11,6 +11,7 @@ into a row term plus a column term, so the layer computes the dense (N_h, N, N) 
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import torch
@@ -45,7 +46,7 @@ class AnisotropicGaussianEncoding(PositionalLogits):
         if not alpha > 0:
             raise ValueError(f"alpha must be > 0, got {alpha!r}")
         self.centers = nn.Parameter(centers)
-        half_log = torch.full((num_heads, 2), 0.5 * torch.log(torch.tensor(float(alpha))).item())
+        half_log = torch.full((num_heads, 2), 0.5 * math.log(alpha))
         self.log_diag = nn.Parameter(half_log)  # log of L's diagonal
         self.off_diag = nn.Parameter(torch.zeros(num_heads))  # L[1, 0]
 

@@ -1,0 +1,72 @@
+"""How far a finite-α quadratic head is from hard attention, and what that costs a convolution.
+
+Head h centred on Δ gives the key at δ = k - q the weight e^{-α‖δ-Δ‖²} / Z. Let
+S(α) = Σ_{δ ∈ Z^d, δ ≠ 0} e^{-α‖δ‖²} = θ(α)^d - 1 with θ(α) = Σ_{n ∈ Z} e^{-α n²}. When the target key
+exists, the mass the head puts anywhere else is
+
+    ε = Σ_{δ ≠ Δ} e^{-α‖δ-Δ‖²} / (1 + Σ_{δ ≠ Δ} e^{-α‖δ-Δ‖²}) ≤ S(α) / (1 + S(α)) = 1 - θ(α)^{-d},
+
+because x / (1 + x) increases and a finite grid holds a subset of Z^d (equality in the interior of an
+infinite grid). Truncating the sum to offsets that fit on the grid gives a slightly tighter bound.
+With Σ_k A_qk = 1, the layer's error at query q is Σ_h Σ_{k ≠ q+Δ_h} A^(h)_qk (X_k - X_{q+Δ_h}) W^(h), so
+
+    ‖MHSA(X)_q - Conv(X)_q‖_2 ≤ ε(α) Σ_h max_{k,k'} ‖(X_k - X_k') W^(h)‖_2 ≤ 2 ε(α) Σ_h max_k ‖X_k W^(h)‖_2.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["theta", "gaussian_tail_sum", "off_target_mass_bound", "conv_error_bound"]
+
+
+def _tail(alpha: float, max_offset: int | None) -> float:
+    """θ(α) - 1 = 2 Σ_{n ≥ 1} e^{-α n²}, summed directly (no cancellation when it is tiny)."""
+    if not alpha > 0:
+        raise ValueError(f"alpha must be > 0, got {alpha!r}")
+    reach = int(math.ceil(math.sqrt(800.0 / alpha))) + 1  # later terms are below e^{-800}: zero in float64
+    if max_offset is not None:
+        reach = min(reach, max_offset)
+    return 2.0 * sum(math.exp(-alpha * n * n) for n in range(reach, 0, -1))
+
+
+def theta(alpha: float, max_offset: int | None = None) -> float:
+    """θ(α) = Σ_n e^{-α n²} over all integers n (or |n| ≤ ``max_offset``)."""
+    return 1.0 + _tail(alpha, max_offset)
+
+
+def gaussian_tail_sum(alpha: float, dims: int = 2, max_offset: int | None = None) -> float:
+    """S(α) = θ(α)^d - 1: the unnormalised off-target weight around a head's centre, in d dimensions.
+
+    Computed as Σ_{j=1..d} C(d, j) (θ - 1)^j, which stays accurate when S is far below machine epsilon.
+    """
+    t = _tail(alpha, max_offset)
+    return sum(math.comb(dims, j) * t**j for j in range(1, dims + 1))
+
+
+def off_target_mass_bound(alpha: float, dims: int = 2, max_offset: int | None = None) -> float:
+    """ε(α) = S / (1 + S): an upper bound on the attention mass a head puts off its target shift."""
+    s = gaussian_tail_sum(alpha, dims, max_offset)
+    return s / (1.0 + s)
+
+
+def conv_error_bound(conv: nn.Conv1d | nn.Conv2d, x: Tensor, alpha: float) -> Tensor:
+    """Upper bound on ``max_q ‖MHSA(X)_q - Conv(X)_q‖_2`` for the layer ``conv_to_mhsa(conv, alpha)``.
+
+    Args:
+        conv: the convolution.
+        x: its input ``(B, C_in, *spatial)``.
+
+    Returns:
+        ``(B,)``: 2 ε(α) Σ_h max_k ‖X_k W_Δh‖_2 per input (padded keys are zero and add nothing).
+    """
+    dims = conv.weight.dim() - 2
+    w = conv.weight.detach().to(x.dtype).flatten(2)  # (D_out, D_in, N_h)
+    tokens = x.flatten(2)  # (B, D_in, N)
+    per_key = torch.einsum("bin,oih->bhno", tokens, w).norm(dim=-1)  # (B, N_h, N): ‖X_k W^(h)‖
+    max_offset = max(max(x.shape[2:]) + 2 * max(conv.padding if not isinstance(conv.padding, str) else (0,)), 1)
+    eps = off_target_mass_bound(alpha, dims, max_offset)
+    return 2.0 * eps * per_key.amax(dim=-1).sum(dim=-1)
