@@ -16,11 +16,15 @@ With Σ_k A_qk = 1, the layer's error at query q is Σ_h Σ_{k ≠ q+Δ_h} A^(h)
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Sequence
 
 import torch
 from torch import Tensor, nn
 
-__all__ = ["theta", "gaussian_tail_sum", "off_target_mass_bound", "conv_error_bound"]
+__all__ = [
+    "AlphaSweep", "alpha_sweep", "conv_error_bound", "gaussian_tail_sum", "off_target_mass_bound", "theta",
+]
 
 
 def _tail(alpha: float, max_offset: int | None) -> float:
@@ -34,7 +38,7 @@ def _tail(alpha: float, max_offset: int | None) -> float:
 
 
 def theta(alpha: float, max_offset: int | None = None) -> float:
-    """θ(α) = Σ_n e^{-α n²} over all integers n (or |n| ≤ ``max_offset``)."""
+    """θ(α) = Σ_n e^{-α n²} over all integers n (or those up to ``max_offset`` in absolute value)."""
     return 1.0 + _tail(alpha, max_offset)
 
 
@@ -70,3 +74,35 @@ def conv_error_bound(conv: nn.Conv1d | nn.Conv2d, x: Tensor, alpha: float) -> Te
     max_offset = max(max(x.shape[2:]) + 2 * max(conv.padding if not isinstance(conv.padding, str) else (0,)), 1)
     eps = off_target_mass_bound(alpha, dims, max_offset)
     return 2.0 * eps * per_key.amax(dim=-1).sum(dim=-1)
+
+
+@dataclass(frozen=True)
+class AlphaSweep:
+    """Measured error of ``conv_to_mhsa(conv, alpha)`` against ``conv``, and its bound, for several α.
+
+    Attributes:
+        alphas: the α values.
+        measured: ``max_q ‖MHSA(X)_q - Conv(X)_q‖_2`` over the batch, per α.
+        bound: the largest :func:`conv_error_bound` over the batch, per α.
+        hard: the same error for hard attention (α = ∞): the floating-point floor.
+    """
+
+    alphas: list[float]
+    measured: list[float]
+    bound: list[float]
+    hard: float
+
+
+def alpha_sweep(conv: nn.Conv1d | nn.Conv2d, x: Tensor, alphas: Sequence[float]) -> AlphaSweep:
+    """Run :func:`~attnconv.construct.image.conv_to_mhsa` at every α and measure the error against ``conv``."""
+    from .construct import conv_to_mhsa
+
+    def error(layer: nn.Module) -> float:
+        return float((layer(x) - reference).flatten(2).norm(dim=1).amax())
+
+    with torch.no_grad():
+        reference = conv(x)
+        measured = [error(conv_to_mhsa(conv, alpha=float(a))) for a in alphas]
+        bound = [float(conv_error_bound(conv, x, float(a)).max()) for a in alphas]
+        hard = error(conv_to_mhsa(conv))
+    return AlphaSweep([float(a) for a in alphas], measured, bound, hard)

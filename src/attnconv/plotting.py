@@ -12,7 +12,10 @@ from torch import Tensor
 
 from .conv import kernel_shifts, shift
 
-__all__ = ["show_shifted_copies", "show_weight_matrices", "show_attention"]
+__all__ = [
+    "show_shifted_copies", "show_weight_matrices", "show_attention", "show_error_vs_alpha", "show_gaussian_head",
+    "show_padding",
+]
 
 
 def _as_image(x: Tensor) -> np.ndarray:
@@ -89,5 +92,62 @@ def show_attention(probs: Tensor, grid: Sequence[int], query: Sequence[int], ima
         ax.set_title(titles[head] if titles else f"head {head}", fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])
+    fig.tight_layout()
+    return fig
+
+
+def show_error_vs_alpha(alphas: Sequence[float], measured: Sequence[float], bound: Sequence[float],
+                        floor: float | None = None) -> Figure:
+    """Semilog plot of the measured ‖MHSA(X) - Conv(X)‖ against α, with the derived bound drawn over it."""
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    ax.semilogy(alphas, bound, "--", color="black", label="bound 2ε(α) Σ_h max_k ‖X_k W_h‖")
+    ax.semilogy(alphas, measured, "o-", color="tab:blue", ms=4, label="measured max_q ‖MHSA(X)_q − Conv(X)_q‖")
+    if floor is not None:
+        ax.axhline(floor, color="tab:red", lw=0.8, label="hard attention (α → ∞), same dtype")
+    ax.set_xlabel("α (inverse width of every head)")
+    ax.set_ylabel("error")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def show_gaussian_head(probs: Tensor, grid: Sequence[int], query: Sequence[int], center: Sequence[float],
+                       title: str = "") -> Figure:
+    """One head's attention from one query over a grid, with the query and the head's centre q + Δ marked."""
+    h, w = grid
+    fig, ax = plt.subplots(figsize=(3.4, 3.4))
+    ax.imshow(probs.detach().to(torch.float64).cpu().reshape(h, w).numpy(), cmap="magma", vmin=0)
+    ax.plot(query[1], query[0], "s", mfc="none", mec="cyan", ms=9, label="query q")
+    ax.plot(query[1] + center[1], query[0] + center[0], "+", color="lime", ms=12, mew=2, label="q + Δ")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def show_padding(input_size: Sequence[int], padding: int, kernel_size: int, query: Sequence[int],
+                 dilation: int = 1) -> Figure:
+    """Pad, attend, crop: the zero-padded canvas, the input on it, and the keys one output pixel's heads read."""
+    h, w = input_size
+    ph, pw = h + 2 * padding, w + 2 * padding
+    canvas = np.zeros((ph, pw))
+    canvas[padding:padding + h, padding:padding + w] = 1.0
+    fig, ax = plt.subplots(figsize=(4.2, 4.2))
+    ax.imshow(canvas, cmap="Greys", vmin=-0.6, vmax=1.6)
+    offset = min(padding, dilation * (kernel_size - 1))
+    qy, qx = query[0] + offset, query[1] + offset
+    for _, (dy, dx) in kernel_shifts((kernel_size,) * 2, (dilation,) * 2, (offset,) * 2):
+        y, x = qy + dy, qx + dx
+        inside = padding <= y < padding + h and padding <= x < padding + w
+        ax.plot(x, y, "o", color="tab:green" if inside else "tab:red", ms=7)
+    ax.plot(qx, qy, "s", mfc="none", mec="tab:blue", ms=12, mew=2)
+    ax.set_xticks(np.arange(-0.5, pw, 1), minor=True)
+    ax.set_yticks(np.arange(-0.5, ph, 1), minor=True)
+    ax.grid(which="minor", color="white", lw=0.5)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title("canvas: input (grey) + zero padding (white)\n"
+                 "keys read: green = image, red = zero padding; square = query", fontsize=8)
     fig.tight_layout()
     return fig

@@ -30,7 +30,7 @@ class AnisotropicGaussianEncoding(PositionalLogits):
 
     Args:
         num_heads: N_h.
-        centers: ``(N_h, 2)`` initial centres Δ^(h); default N(0, ``init_center_std``²).
+        centers: ``(N_h, 2)`` initial centres Δ^(h); default: normal with standard deviation ``init_center_std``.
         alpha: initial isotropic precision α (Σ^-1 = α I at initialisation).
         init_center_std: spread of the random initial centres.
     """

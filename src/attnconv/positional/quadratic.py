@@ -49,7 +49,7 @@ class QuadraticEncoding(PositionalLogits):
     Args:
         num_heads: N_h.
         centers: ``(N_h, d)`` initial shifts Δ^(h) (``d = 1`` for sequences, ``2`` for images). Default: drawn
-            from N(0, ``init_center_std``²) in ``dims`` dimensions, as in the paper's training setup.
+            from a normal distribution with standard deviation ``init_center_std``, in ``dims`` dimensions, as in the paper's training setup.
         alpha: initial α^(h) > 0, a float or ``(N_h,)``. ``None`` selects exact hard attention (the α -> ∞
             limit), which needs integer centres and has no width parameter.
         dims: d, used only when ``centers`` is not given.

@@ -1,8 +1,9 @@
 """SymPy proofs of the claims behind Theorem 1 of Cordonnier et al. 2020 (multi-head attention ⊇ convolution).
 
-Each function builds both sides of one claim from symbols and returns a :class:`ProofResult` with the simplified
-residual. The arguments are the construction's ingredients, defaulting to the paper's; changing one (a sign, a
-block order) must make the claim fail, which is how the tests check that nothing here is a foregone ``True``.
+Each function builds both sides of one claim from symbols and returns a
+:class:`~attnconv.proofs.result.ProofResult` with the simplified residual. The arguments are the
+construction's ingredients, defaulting to the paper's; changing one (a sign, a block order) must make the claim
+fail, which is how the tests check that nothing here is a foregone ``True``.
 """
 
 from __future__ import annotations
