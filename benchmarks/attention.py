@@ -12,15 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import statistics
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import torch
+from _measure import child_peak, machine, median_time, peak_since, reset_peak
 
 from attnconv import MultiHeadSelfAttention
 
@@ -39,43 +34,12 @@ def build(impl: str, n: int, c: int):
     return lambda: ours(x)[0].sum().backward()
 
 
-def time_it(step, repeats: int) -> float:
-    for _ in range(2):
-        step()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def _status_kib(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
 def peak_memory_child(impl: str, n: int, c: int) -> None:
     step = build(impl, n, c)
     step()  # allocate everything that persists (parameters' gradients, thread pools)
-    Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark to the current RSS
-    base = _status_kib("VmRSS")
+    baseline = reset_peak()
     step()
-    print(json.dumps({"peak_mib": (_status_kib("VmHWM") - base) / 1024}))
-
-
-def peak_memory(impl: str, n: int, c: int, runs: int = 3) -> float:
-    # A fixed mmap threshold makes glibc hand every large buffer back to the OS when it is freed, so the
-    # high-water mark tracks the peak of live tensors rather than the allocator's caching.
-    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="0")
-    peaks = []
-    for _ in range(runs):
-        out = subprocess.run([sys.executable, __file__, "--child", impl, str(n), str(c)],
-                             capture_output=True, text=True, check=True, env=env)
-        peaks.append(json.loads(out.stdout.strip().splitlines()[-1])["peak_mib"])
-    return statistics.median(peaks)
+    print(json.dumps({"peak_mib": peak_since(baseline)}))
 
 
 def main() -> None:
@@ -92,8 +56,8 @@ def main() -> None:
     for n, c in SIZES:
         row = {"N": n, "C": c}
         for impl in ("torch", "attnconv"):
-            row[f"{impl}_ms"] = 1000 * time_it(build(impl, n, c), args.repeats)
-            row[f"{impl}_peak_mib"] = peak_memory(impl, n, c)
+            row[f"{impl}_ms"] = 1000 * median_time(build(impl, n, c), args.repeats)
+            row[f"{impl}_peak_mib"] = child_peak(__file__, ["--child", impl, str(n), str(c)])
         row["time_ratio"] = row["attnconv_ms"] / row["torch_ms"]
         row["memory_ratio"] = row["attnconv_peak_mib"] / max(row["torch_peak_mib"], 1e-9)
         rows.append(row)
@@ -103,10 +67,7 @@ def main() -> None:
 
     meta = {
         "benchmark": "MultiHeadSelfAttention vs nn.MultiheadAttention, forward + backward",
-        "batch": BATCH, "heads": HEADS, "repeats": args.repeats, "statistic": "median",
-        "torch": torch.__version__, "python": platform.python_version(), "machine": platform.machine(),
-        "processor": platform.processor() or "unknown", "cpus": os.cpu_count(), "threads": torch.get_num_threads(),
-        "date": time.strftime("%Y-%m-%d"),
+        "batch": BATCH, "heads": HEADS, "repeats": args.repeats, "statistic": "median", **machine(),
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -34,18 +34,22 @@ def attend_factorized(axes: list[Tensor], v: Tensor, grid: tuple[int, ...]) -> T
         v: values ``(B, N_h or 1, N, D_h)`` with ``N = prod(grid)`` in row-major order.
 
     Returns:
-        ``(B, N_h, N, D_h)``, equal to ``(P_1 ⊗ P_2 ⊗ ...) @ v`` for every head.
+        ``(B, N_h, N, D_h)``, equal to ``(P_1 ⊗ P_2 ⊗ ...) @ v`` for every head. Each axis is one batched
+        matmul on a view of the previous result: no N x N matrix, and no copy of the values per head.
     """
-    b, _, n, d = v.shape
-    out = v.reshape(b, v.shape[1], *grid, d)  # (B, N_h, L_1, ..., L_k, D_h)
-    for axis, p in enumerate(axes):
-        dim = 2 + axis
-        moved = out.movedim(dim, -1)  # (B, N_h, ..., D_h, L_a)
-        shape = moved.shape
-        flat = moved.reshape(shape[0], shape[1], -1, shape[-1])  # (B, N_h or 1, M, L_a)
-        mixed = flat @ p.transpose(-1, -2).unsqueeze(0)  # (B, N_h, M, L_a): Σ_j x[..., j] P[i, j]
-        out = mixed.reshape(shape[0], mixed.shape[1], *shape[2:]).movedim(-1, dim)
-    return out.reshape(b, out.shape[1], n, d)
+    b, shared, n, d = v.shape
+    heads, first = axes[0].shape[0], grid[0]
+    rest = n // first * d
+    if shared == 1:  # (N_h L_1, L_1) @ (B, L_1, rest): the heads ride along in the matrix, v is not expanded
+        out = (axes[0].reshape(heads * first, first) @ v.reshape(b, first, rest)).reshape(b, heads, first, rest)
+    else:
+        out = axes[0][None] @ v.reshape(b, heads, first, rest)  # (B, N_h, L_1, rest)
+    for axis in range(1, len(grid)):
+        before = math.prod(grid[:axis])
+        after = math.prod(grid[axis + 1:]) * d
+        p = axes[axis][None, :, None]  # (1, N_h, 1, L_a, L_a)
+        out = p @ out.reshape(b, heads, before, grid[axis], after)  # (B, N_h, before, L_a, after)
+    return out.reshape(b, heads, n, d)
 
 
 class MultiHeadSelfAttention(nn.Module):
