@@ -11,11 +11,13 @@ MATHJAX      := mathjax@3.2.2
 REQUIREJS    := requirejs@2.3.7
 HTML_MANAGER := @jupyter-widgets/html-manager@1.0.6
 
-.PHONY: help install assets book test test-lib test-notebooks test-book clean
+.PHONY: help install assets book test test-lib test-notebooks test-book test-course student book-student clean
 
 help:
 	@echo "make book   build the book into _build/html/index.html"
 	@echo "make test   run the library tests, nbval over every chapter, the strict build and the browser check"
+	@echo "make student        regenerate the student edition (student/NN_name.ipynb) from the chapters"
+	@echo "make book-student   build the student site (no solutions) into _build/student/html"
 
 install: $(STAMP)
 
@@ -43,16 +45,27 @@ $(VENDOR)/.complete:
 book: $(STAMP) $(VENDOR)/.complete
 	$(BIN)/jupyter-book build -W -n --keep-going .
 
-test: test-lib test-notebooks test-book
+test: test-lib test-notebooks test-course test-book
 
 test-lib: $(STAMP)
-	$(BIN)/python -m pytest tests --ignore=tests/book -q
+	$(BIN)/python -m pytest tests --ignore=tests/book --ignore=tests/course -q
 
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest --nbval-lax --nbval-current-env notebooks -q
 
 test-book: book
 	$(BIN)/python -m pytest tests/book -q
+
+# Both editions of every chapter, executed and graded: full marks for the worked one, zero for the student one.
+test-course: $(STAMP)
+	$(BIN)/python -m pytest tests/course -q
+
+student: $(STAMP)
+	$(BIN)/python -m attnconv.student --out student
+
+book-student: $(STAMP) $(VENDOR)/.complete
+	$(BIN)/python -m attnconv.student --out student --book _build/student/src
+	$(BIN)/jupyter-book build -W -n --keep-going _build/student/src --path-output _build/student
 
 clean:
 	rm -rf _build

@@ -2,7 +2,7 @@
 
 The network folds 2 x 2 pixel patches into channels (as Cordonnier et al. do for their attention models),
 then applies two 3 x 3 convolutions with ReLU and pooling, global average pooling and a linear classifier.
-Every learned spatial operation is an ``nn.Conv2d``, so :func:`attnconv.construct.convert_convolutions`
+Every learned spatial operation is an ``nn.Conv2d``, so :func:`~attnconv.construct.network.convert_convolutions`
 turns all of them into attention.
 """
 

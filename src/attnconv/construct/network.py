@@ -12,7 +12,9 @@ __all__ = ["convert_convolutions"]
 
 
 def convert_convolutions(model: nn.Module, alpha: float | None = None, head_dim: int | str | None = "min") -> nn.Module:
-    """A copy of ``model`` in which every ``nn.Conv1d`` / ``nn.Conv2d`` is replaced by :func:`conv_to_mhsa` of it.
+    """A copy of ``model`` in which every ``nn.Conv1d`` / ``nn.Conv2d`` is replaced by its attention layer.
+
+    Each convolution becomes :func:`~attnconv.construct.image.conv_to_mhsa` of it.
 
     Args:
         model: any module; it is not modified.

@@ -1,0 +1,17 @@
+"""Exercises of the book: the registry and the checks behind :func:`verify` and the autograder."""
+
+from . import part1, part2  # noqa: F401  (registers the checks)
+from .core import (
+    EXERCISES,
+    CheckResult,
+    Exercise,
+    exercise_table,
+    exercises_for,
+    grade_namespace,
+    register,
+    verify,
+)
+
+__all__ = [
+    "EXERCISES", "CheckResult", "Exercise", "exercise_table", "exercises_for", "grade_namespace", "register", "verify",
+]
