@@ -28,6 +28,7 @@ from .exercises import exercises_for
 __all__ = ["ExerciseGrade", "GradeReport", "grade_notebook", "main"]
 
 MARKER = "@@ATTNCONV-GRADE@@"
+GRADING_TIMEOUT = 300  # seconds allowed to each grading cell
 
 
 @dataclass
@@ -117,7 +118,11 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
     first_grading = len(nb.cells)
     nb.cells += [_grading_cell(e.label, tuple(checks)) for e in graded]
     report = GradeReport(str(path), chapter)
-    client = NotebookClient(nb, timeout=cell_timeout, allow_errors=True, interrupt_on_timeout=True,
+    def timeout_for(cell: nbformat.NotebookNode) -> int:
+        # The checks import the library (torch, SymPy) in the kernel: never cut them short on a busy machine.
+        return max(cell_timeout, GRADING_TIMEOUT) if "grader" in cell.get("metadata", {}) else cell_timeout
+
+    client = NotebookClient(nb, timeout_func=timeout_for, allow_errors=True, interrupt_on_timeout=True,
                             kernel_name="python3", resources={"metadata": {"path": str(path.parent.resolve())}})
     start = time.monotonic()
     with client.setup_kernel():
