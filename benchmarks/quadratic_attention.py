@@ -5,7 +5,9 @@ sharing one value projection, concatenated (3600 -> 400). All three compute the 
 
 1. ``attnconv``: ``MultiHeadSelfAttention`` with ``QuadraticEncoding``. The softmax factorises over rows and
    columns (P = P_row ⊗ P_col), so the layer attends one axis at a time and never forms an N x N matrix.
-2. ``naive``: recomputes the (N_h, N, N) probabilities for every batch element and applies them densely.
+2. ``naive``: Lemma 2's formula written directly. For every batch element it builds the relative encodings
+   r_δ = (‖δ‖², δ_1, δ_2) of all N x N pairs, multiplies them by each head's positional query v^(h), takes the
+   softmax and applies the (N_h, N, N) probabilities densely.
 3. ``dense-table``: the published implementation's approach. It keeps a relative-feature table for positions
    up to 50 x 50 (50^4 x 5 floats, 119 MiB), slices it to the grid, computes the probabilities once per forward
    pass and applies them densely.
@@ -28,7 +30,7 @@ from _measure import child_peak, machine, median_time, peak_since, reset_peak
 from torch import nn
 
 from attnconv import MultiHeadSelfAttention
-from attnconv.positional import QuadraticEncoding
+from attnconv.positional import QuadraticEncoding, quadratic_features, relative_offsets
 
 BATCH, SIDE, HIDDEN, HEADS = 8, 16, 400, 9
 TABLE_SIDE = 50  # the published code's maximum grid side
@@ -42,7 +44,7 @@ def library_layer() -> MultiHeadSelfAttention:
 
 
 class NaiveLayer(nn.Module):
-    """Same weights; probabilities recomputed per batch element and applied densely."""
+    """Same weights; Lemma 2's logits v^(h) · r_δ built from the N x N x 3 encodings for every batch element."""
 
     def __init__(self, layer: MultiHeadSelfAttention) -> None:
         super().__init__()
@@ -52,7 +54,9 @@ class NaiveLayer(nn.Module):
         b, h, w, _ = x.shape
         outs = []
         for i in range(b):
-            probs = torch.softmax(self.layer.positional((h, w)), dim=-1)  # (N_h, N, N), for this element only
+            enc = self.layer.positional
+            r = quadratic_features(relative_offsets((h, w)).float())  # (N, N, 3), for this element only
+            probs = torch.softmax(torch.einsum("qkp,hp->hqk", r, enc.positional_query()), dim=-1)  # (N_h, N, N)
             v = self.layer.v_proj(x[i].reshape(h * w, -1))  # (N, D_h)
             heads = probs @ v  # (N_h, N, D_h)
             outs.append(self.layer.out_proj(heads.transpose(0, 1).reshape(h * w, -1)))
