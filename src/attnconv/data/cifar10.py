@@ -1,20 +1,31 @@
-"""CIFAR-10 (Krizhevsky 2009): example images for the chapters.
+"""CIFAR-10 (Krizhevsky 2009): the full data set for training, and example images for the chapters.
 
 Local copies are read from ``$ATTNCONV_DATA/cifar10-jpeg/{train,test}.zip``: one 32x32 RGB JPEG per image,
 stored as ``<split>/<class>/NNNN.jpg``. The sorted class folders give the official label order 0-9.
+:func:`load_cifar10` also reads the official python-pickle archive, downloading it when no copy is found.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import io
 import math
+import os
+import pickle
+import tarfile
 import zipfile
+import zlib
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+import pooch
 import torch
 from PIL import Image
+from tqdm import tqdm
 
+from .cache import load_arrays, save_arrays
 from .paths import data_root
 
 CIFAR10_CLASSES = (
@@ -87,3 +98,365 @@ def example_image(index: int = 0, split: str = "test") -> ExampleImage:
             f"{archive}: expected {split}/<class>/NNNN.jpg holding 32x32 RGB images, found {name!r} of shape {pixels.shape}"
         )
     return ExampleImage(torch.from_numpy(pixels.copy()), label, f"CIFAR-10 {split} image {index} ({label}), from {archive.name}")
+
+
+# --- The full data set: train and test arrays from whichever copy is found first -------------------------------
+
+CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+CIFAR10_MD5 = "c58f30108f718f92721af3b95e74349a"
+ARCHIVE_NAME = "cifar-10-python.tar.gz"
+EXTRACTED_NAME = "cifar-10-batches-py"
+CIFAR10_SIZES = {"train": 50_000, "test": 10_000}
+CACHE_ENV_VAR = "ATTNCONV_CACHE"
+_BATCHES = {"train": tuple(f"data_batch_{i}" for i in range(1, 6)), "test": ("test_batch",)}
+_IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+_ARRAYS = ("train_images", "train_labels", "test_images", "test_labels")
+
+
+@dataclass(frozen=True)
+class CIFAR10:
+    """CIFAR-10's train and test sets in memory.
+
+    Attributes:
+        train_images: ``(N_train, 32, 32, 3)`` uint8, (N, H, W, C).
+        train_labels: ``(N_train,)`` int64 in 0-9, the index into ``CIFAR10_CLASSES``.
+        test_images: ``(N_test, 32, 32, 3)`` uint8.
+        test_labels: ``(N_test,)`` int64.
+        origin: ``"official"`` (the python-pickle archive) or ``"jpeg"`` / ``"png"`` (re-encoded image files).
+        source: a sentence naming the copy that was read, for provenance records.
+    """
+
+    train_images: torch.Tensor
+    train_labels: torch.Tensor
+    test_images: torch.Tensor
+    test_labels: torch.Tensor
+    origin: str
+    source: str
+
+    @property
+    def description(self) -> str:
+        """``"official CIFAR-10"`` or ``"JPEG re-encoding"``: which pixels a result was measured on."""
+        names = {"official": "official CIFAR-10", "jpeg": "JPEG re-encoding", "generated": "generated stand-in"}
+        return names.get(self.origin, f"{self.origin} files")
+
+
+@dataclass(frozen=True)
+class _Copy:
+    """A copy of CIFAR-10 found on disk: its layout, its files, and a sentence for provenance."""
+
+    layout: str  # "official-archive" | "official-folder" | "image-zips" | "image-zip" | "image-folder"
+    paths: tuple[Path, ...]
+    description: str
+
+
+def generated_cifar10(n_train: int = 256, n_test: int = 128, seed: int = 0) -> CIFAR10:
+    """A stand-in with CIFAR-10's shapes, made of :func:`generated_image` pictures, labels cycling 0-9.
+
+    For checking a pipeline where no copy of the data can be had; nothing meaningful can be learned from it.
+    """
+    if n_train <= 0 or n_test <= 0:
+        raise ValueError(f"n_train and n_test must be positive, got {n_train} and {n_test}")
+    images = torch.stack([generated_image(seed=seed * 1_000_003 + i) for i in range(n_train + n_test)])
+    labels = torch.arange(n_train + n_test) % 10
+    return CIFAR10(images[:n_train], labels[:n_train], images[n_train:], labels[n_train:], "generated",
+                   f"{n_train} + {n_test} generated images (no CIFAR-10 copy was available)")
+
+
+def default_cache_dir() -> Path:
+    """Where downloads and decoded arrays are kept: ``$ATTNCONV_CACHE``, else the user cache folder."""
+    value = os.environ.get(CACHE_ENV_VAR, "").strip()
+    return Path(value).expanduser() if value else Path(pooch.os_cache("attnconv"))
+
+
+def load_cifar10(
+    path: str | os.PathLike | None = None,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    download: bool = True,
+    md5: str | None = CIFAR10_MD5,
+    expected_sizes: dict[str, int] | None = CIFAR10_SIZES,
+    progress: bool = False,
+) -> CIFAR10:
+    """CIFAR-10 train and test sets as uint8 ``(N, 32, 32, 3)`` tensors and int64 labels.
+
+    With ``path=None`` the first copy found is read, in this order:
+
+    1. ``$ATTNCONV_DATA/cifar10-jpeg/{train,test}.zip`` (JPEG files under ``train/<class>/``, ``test/<class>/``);
+    2. a local official ``cifar-10-python.tar.gz`` or its extracted ``cifar-10-batches-py/`` folder, in
+       ``$ATTNCONV_DATA`` or in ``cache_dir``;
+    3. a download of the official archive into ``cache_dir`` (md5-checked), when ``download`` is true.
+
+    ``path`` names a copy explicitly: the official archive or its extracted folder, a folder holding
+    ``train.zip`` and ``test.zip``, one zip holding ``train/<class>/`` and ``test/<class>/``, or a folder of
+    images in that per-class layout. Class folders map to labels through ``CIFAR10_CLASSES``; images are
+    ordered by class, then by file name.
+
+    The decoded arrays are cached as ``.npy`` under ``cache_dir`` (written atomically, keyed by the copy's
+    files), so later calls skip decoding.
+
+    Args:
+        path: an explicit copy to read, or ``None`` to search.
+        cache_dir: downloads and decoded arrays; default :func:`default_cache_dir`.
+        download: allow step 3.
+        md5: the hash an official archive must have; ``None`` skips the check (for archives you built).
+        expected_sizes: ``{"train": n, "test": m}`` image counts to insist on; ``None`` accepts any.
+        progress: show a progress bar while decoding image files.
+
+    Raises:
+        FileNotFoundError: no copy was found and none could be downloaded; the message says where to put one.
+        RuntimeError: a copy is corrupted or truncated (an md5 mismatch, an unreadable archive), or holds the
+            wrong number or shape of images. No cache is written then.
+        ValueError: ``path`` is not a recognisable copy, or an argument has the wrong form.
+    """
+    if expected_sizes is not None and set(expected_sizes) != {"train", "test"}:
+        raise ValueError(f"expected_sizes must have keys 'train' and 'test', got {sorted(expected_sizes)}")
+    cache = default_cache_dir() if cache_dir is None else Path(cache_dir).expanduser()
+    copy = _identify(Path(path).expanduser(), md5) if path is not None else _find(cache, download, md5)
+    folder = cache / "cifar10-arrays" / _cache_key(copy)
+    cached = load_arrays(folder, _ARRAYS)
+    if cached is None:
+        arrays = _decode(copy, md5, progress)
+        meta = {"origin": arrays.pop("origin"), "source": copy.description}
+        _check_arrays(arrays, expected_sizes, copy.description)  # before writing: never cache a bad copy
+        save_arrays(folder, arrays, meta)
+    else:
+        arrays, meta = cached
+        _check_arrays(arrays, expected_sizes, copy.description)
+    tensors = {k: torch.from_numpy(v) for k, v in arrays.items()}
+    return CIFAR10(**tensors, origin=meta["origin"], source=meta["source"])
+
+
+def _find(cache: Path, download: bool, md5: str | None) -> _Copy:
+    """Steps 1-3 of :func:`load_cifar10`'s search."""
+    root = data_root()
+    if root is not None:
+        zips = [root / "cifar10-jpeg" / f"{split}.zip" for split in ("train", "test")]
+        present = [z.is_file() for z in zips]
+        if all(present):
+            return _Copy("image-zips", tuple(zips), f"{zips[0].parent}/{{train,test}}.zip (ATTNCONV_DATA)")
+        if any(present):
+            missing = zips[present.index(False)]
+            raise FileNotFoundError(f"{missing} is missing next to {zips[present.index(True)]}; both are needed")
+    for folder in ([root] if root is not None else []) + [cache]:
+        if (folder / ARCHIVE_NAME).is_file():
+            return _Copy("official-archive", (folder / ARCHIVE_NAME,), f"the official archive {folder / ARCHIVE_NAME}")
+        if (folder / EXTRACTED_NAME / "data_batch_1").is_file():
+            return _Copy("official-folder", (folder / EXTRACTED_NAME,), f"the extracted archive {folder / EXTRACTED_NAME}")
+    where = (f"put {ARCHIVE_NAME} (from {CIFAR10_URL}) in {cache}, or set ATTNCONV_DATA to a folder holding "
+             f"cifar10-jpeg/train.zip and cifar10-jpeg/test.zip")
+    if not download:
+        raise FileNotFoundError(f"no local copy of CIFAR-10 found and download=False: {where}")
+    return _download(cache, md5, where)
+
+
+def _download(cache: Path, md5: str | None, where: str) -> _Copy:
+    """Fetch the official archive with pooch; it lands in ``cache`` only once its hash has been checked."""
+    try:
+        fetched = pooch.retrieve(CIFAR10_URL, known_hash=None if md5 is None else f"md5:{md5}",
+                                 fname=ARCHIVE_NAME, path=cache, progressbar=False)
+    except ValueError as err:  # pooch's hash mismatch: the download was corrupted and has been discarded
+        raise RuntimeError(f"the downloaded CIFAR-10 archive failed its md5 check ({err}); try again") from err
+    except Exception as err:  # offline, refused, a proxy's error page: anything that is not a download
+        raise FileNotFoundError(f"could not download CIFAR-10 from {CIFAR10_URL} ({type(err).__name__}: {err}); "
+                                f"{where}") from err
+    return _Copy("official-archive", (Path(fetched),), f"the official archive {fetched} (downloaded)")
+
+
+def _identify(path: Path, md5: str | None) -> _Copy:
+    """What kind of copy an explicit ``path`` is."""
+    if path.is_file():
+        if path.name.endswith((".tar.gz", ".tgz")):
+            return _Copy("official-archive", (path,), f"the official archive {path}")
+        if path.suffix == ".zip":
+            return _Copy("image-zip", (path,), f"per-class images in {path}")
+    elif path.is_dir():
+        if (path / "data_batch_1").is_file():
+            return _Copy("official-folder", (path,), f"the extracted archive {path}")
+        for inner in (EXTRACTED_NAME, ARCHIVE_NAME, "cifar10-jpeg"):
+            if (path / inner).exists():
+                return _identify(path / inner, md5)
+        if (path / "train.zip").is_file() and (path / "test.zip").is_file():
+            return _Copy("image-zips", (path / "train.zip", path / "test.zip"), f"{path}/{{train,test}}.zip")
+        if (path / "train").is_dir() and (path / "test").is_dir():
+            return _Copy("image-folder", (path,), f"per-class images under {path}")
+    else:
+        raise FileNotFoundError(f"path {str(path)!r} does not exist")
+    raise ValueError(
+        f"path must be {ARCHIVE_NAME}, its extracted {EXTRACTED_NAME}/ folder, a folder with train.zip and "
+        f"test.zip, a zip or a folder with train/<class>/ and test/<class>/ images; got {str(path)!r}"
+    )
+
+
+def _cache_key(copy: _Copy) -> str:
+    """A name for the decoded arrays that changes whenever the copy's files change (path, size, mtime)."""
+    digest = hashlib.sha1(copy.layout.encode())
+    for p in copy.paths:
+        files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+        for f in files:
+            st = f.stat()
+            digest.update(f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+    return f"{copy.layout}-{digest.hexdigest()[:16]}"
+
+
+def _decode(copy: _Copy, md5: str | None, progress: bool) -> dict[str, np.ndarray | str]:
+    """Read every image of ``copy`` into arrays (and its ``origin``)."""
+    if copy.layout == "official-archive":
+        return _read_official_archive(copy.paths[0], md5)
+    if copy.layout == "official-folder":
+        return _read_official_folder(copy.paths[0])
+    if copy.layout == "image-folder":
+        return _read_image_files(_FolderFiles(copy.paths[0]), copy.description, progress)
+    try:
+        with contextlib.ExitStack() as stack:
+            zips = [stack.enter_context(zipfile.ZipFile(p)) for p in copy.paths]
+            return _read_image_files(_ZipFiles(zips), copy.description, progress)
+    except zipfile.BadZipFile as err:
+        raise RuntimeError(f"{copy.description}: not a readable zip archive ({err}); replace it with a fresh copy") from err
+
+
+# --- The official python-pickle archive ------------------------------------------------------------------------
+
+def file_md5(path: Path) -> str:
+    """The md5 hex digest of a file, read in 1 MiB chunks."""
+    digest = hashlib.md5()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class _ArrayUnpickler(pickle.Unpickler):
+    """Unpickles the archive's batches (dicts of numpy arrays, lists and bytes) and refuses any other class."""
+
+    _ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+                ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
+                ("numpy._core.multiarray", "scalar"), ("_codecs", "encode")}  # protocol-2 bytes from Python 3
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in self._ALLOWED:
+            raise pickle.UnpicklingError(f"unexpected object {module}.{name} in a CIFAR-10 batch")
+        return super().find_class(module, name)
+
+
+def _unpickle_batch(raw: bytes, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """One batch file -> images ``(n, 32, 32, 3)`` uint8 and labels ``(n,)`` int64."""
+    try:
+        batch = _ArrayUnpickler(io.BytesIO(raw), encoding="bytes").load()
+        data = np.asarray(batch[b"data"], dtype=np.uint8)
+        labels = np.asarray(batch[b"labels"], dtype=np.int64)
+    except (pickle.UnpicklingError, EOFError, KeyError, TypeError, ValueError, IndexError) as err:
+        raise RuntimeError(f"{name}: not a CIFAR-10 batch ({type(err).__name__}: {err})") from err
+    if data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or len(labels) != len(data):
+        raise RuntimeError(f"{name}: expected data of shape (n, 3072) and n labels, got {data.shape} and {len(labels)}")
+    # Each row holds the red plane, then green, then blue, each 32 x 32 in row-major order.
+    return data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1), labels
+
+
+def _stack(parts: dict[str, list[tuple[np.ndarray, np.ndarray]]]) -> dict[str, np.ndarray | str]:
+    out: dict[str, np.ndarray | str] = {"origin": "official"}
+    for split, batches in parts.items():
+        out[f"{split}_images"] = np.concatenate([b[0] for b in batches])
+        out[f"{split}_labels"] = np.concatenate([b[1] for b in batches])
+    return out
+
+
+def _read_official_archive(path: Path, md5: str | None) -> dict[str, np.ndarray | str]:
+    """Check the archive's md5, then read its six batches straight from the tar stream (nothing is extracted)."""
+    if md5 is not None:
+        got = file_md5(path)
+        if got != md5:
+            raise RuntimeError(
+                f"{path}: md5 {got} does not match the official CIFAR-10 archive ({md5}); the file is truncated "
+                f"or corrupted. Delete it and download {CIFAR10_URL} again"
+            )
+    wanted = {name: split for split, names in _BATCHES.items() for name in names}
+    raw: dict[str, bytes] = {}
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            for member in tar:
+                base = member.name.rsplit("/", 1)[-1]
+                if member.isfile() and base in wanted:
+                    raw[base] = tar.extractfile(member).read()
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as err:
+        raise RuntimeError(f"{path}: not a readable tar.gz archive ({err}); replace it with a fresh copy") from err
+    missing = sorted(set(wanted) - set(raw))
+    if missing:
+        raise RuntimeError(f"{path}: the archive lacks the batches {missing}")
+    return _stack({s: [_unpickle_batch(raw[n], f"{path}:{n}") for n in names] for s, names in _BATCHES.items()})
+
+
+def _read_official_folder(folder: Path) -> dict[str, np.ndarray | str]:
+    parts = {}
+    for split, names in _BATCHES.items():
+        missing = [n for n in names if not (folder / n).is_file()]
+        if missing:
+            raise RuntimeError(f"{folder}: the extracted archive lacks the batches {missing}")
+        parts[split] = [_unpickle_batch((folder / n).read_bytes(), str(folder / n)) for n in names]
+    return _stack(parts)
+
+
+# --- Per-class image files, in zips or folders ------------------------------------------------------------------
+
+class _ZipFiles:
+    """The image entries of one or more zips, as (name, reader) pairs."""
+
+    def __init__(self, zips: list[zipfile.ZipFile]) -> None:
+        self.entries = {n: zf for zf in zips for n in zf.namelist() if n.lower().endswith(_IMAGE_SUFFIXES)}
+
+    def read(self, name: str) -> bytes:
+        return self.entries[name].read(name)
+
+
+class _FolderFiles:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.entries = {p.relative_to(root).as_posix(): None for p in root.rglob("*")
+                        if p.is_file() and p.suffix.lower() in _IMAGE_SUFFIXES}
+
+    def read(self, name: str) -> bytes:
+        return (self.root / name).read_bytes()
+
+
+def _read_image_files(files: _ZipFiles | _FolderFiles, where: str, progress: bool) -> dict[str, np.ndarray | str]:
+    """Decode ``.../<split>/<class>/<file>`` images into arrays, sorted by class, then file name."""
+    by_split: dict[str, list[tuple[int, str]]] = {"train": [], "test": []}
+    for name in files.entries:
+        parts = name.split("/")
+        if len(parts) < 3 or parts[-3] not in by_split:
+            continue
+        if parts[-2] not in CIFAR10_CLASSES:
+            raise RuntimeError(f"{where}: {name!r} is in the folder {parts[-2]!r}, which is not a CIFAR-10 class "
+                               f"(expected <split>/<class>/<file> with a class from {CIFAR10_CLASSES})")
+        by_split[parts[-3]].append((CIFAR10_CLASSES.index(parts[-2]), name))
+    for split, items in by_split.items():
+        if not items:
+            raise RuntimeError(f"{where}: no images under {split}/<class>/")
+    suffixes = {n.rsplit(".", 1)[-1].lower() for items in by_split.values() for _, n in items}
+    out: dict[str, np.ndarray | str] = {"origin": "jpeg" if suffixes <= {"jpg", "jpeg"} else "png" if suffixes == {"png"} else "images"}
+    total = sum(len(v) for v in by_split.values())
+    with tqdm(total=total, desc="decoding CIFAR-10", unit="img", disable=not progress) as bar:
+        for split, items in by_split.items():
+            items.sort(key=lambda item: (item[0], item[1].rsplit("/", 1)[-1]))
+            images = np.empty((len(items), 32, 32, 3), dtype=np.uint8)
+            for i, (_, name) in enumerate(items):
+                pixels = np.asarray(Image.open(io.BytesIO(files.read(name))).convert("RGB"))
+                if pixels.shape != (32, 32, 3):
+                    raise RuntimeError(f"{where}: {name!r} is {pixels.shape[1]}x{pixels.shape[0]}, expected 32x32")
+                images[i] = pixels
+                bar.update(1)
+            out[f"{split}_images"] = images
+            out[f"{split}_labels"] = np.array([label for label, _ in items], dtype=np.int64)
+    return out
+
+
+def _check_arrays(arrays: dict[str, np.ndarray], expected: dict[str, int] | None, where: str) -> None:
+    """Shapes, dtypes, label range and (when ``expected``) the number of images of each split."""
+    for split in ("train", "test"):
+        images, labels = arrays[f"{split}_images"], arrays[f"{split}_labels"]
+        if images.dtype != np.uint8 or images.ndim != 4 or images.shape[1:] != (32, 32, 3):
+            raise RuntimeError(f"{where}: {split} images must be uint8 (N, 32, 32, 3), got {images.dtype} {images.shape}")
+        if labels.shape != (len(images),) or (len(labels) and not 0 <= labels.min() <= labels.max() <= 9):
+            raise RuntimeError(f"{where}: {split} labels must be {len(images)} integers in 0-9")
+        if expected is not None and len(images) != expected[split]:
+            raise RuntimeError(f"{where}: expected {expected[split]} {split} images, found {len(images)} "
+                               f"(an incomplete copy? pass expected_sizes=None to accept it)")

@@ -3,15 +3,40 @@
 Image encodings (Cordonnier et al. 2020): :class:`QuadraticEncoding` (isotropic Gaussian, the encoding of
 Theorem 1), :class:`AnisotropicGaussianEncoding`, and :class:`LearnedRelativeEncoding2d` (optionally
 query-dependent, for the content-plus-position model).
+
+Sequence encodings (Chang et al. 2021), each a convolution kernel on the logits: :class:`RelativePositionBias`
+(optionally T5-bucketed), :class:`QueryRelativeLogits` (Shaw et al.), :class:`KeyRelativeLogits` and :class:`ALiBi`.
 """
 
 from .anisotropic import AnisotropicGaussianEncoding
 from .base import PositionalLogits, grid_positions, relative_offsets
 from .learned import LearnedRelativeEncoding2d
 from .quadratic import QuadraticEncoding, hard_logit_floor, positional_query, quadratic_features
+from .sequence import (
+    ALiBi,
+    KeyRelativeLogits,
+    QueryRelativeLogits,
+    RelativeLogits1d,
+    RelativePositionBias,
+    band_to_logits,
+    key_to_query_frame,
+    logits_to_band,
+    relative_index,
+    relative_position_bucket,
+)
 
 __all__ = [
+    "ALiBi",
     "AnisotropicGaussianEncoding",
+    "KeyRelativeLogits",
+    "QueryRelativeLogits",
+    "RelativeLogits1d",
+    "RelativePositionBias",
+    "band_to_logits",
+    "key_to_query_frame",
+    "logits_to_band",
+    "relative_index",
+    "relative_position_bucket",
     "LearnedRelativeEncoding2d",
     "PositionalLogits",
     "QuadraticEncoding",

@@ -1,0 +1,23 @@
+"""The learning-rate schedule of Cordonnier et al.: linear warm-up, then cosine decay to zero."""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["warmup_cosine"]
+
+
+def warmup_cosine(step: int, total_steps: int, warmup_steps: int) -> float:
+    """The multiplier of the base learning rate at optimiser step ``step`` (0-based), in (0, 1].
+
+    Steps ``0 .. warmup_steps - 1`` rise linearly to 1 (the first is ``1 / warmup_steps``, never 0); the rest
+    follow half a cosine from 1 down towards 0 at ``total_steps``.
+    """
+    if total_steps <= 0 or not 0 <= warmup_steps <= total_steps:
+        raise ValueError(f"need 0 <= warmup_steps <= total_steps and total_steps > 0, got {warmup_steps}, {total_steps}")
+    if not 0 <= step < total_steps:
+        raise ValueError(f"step must be in [0, {total_steps}), got {step}")
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
+    return 0.5 * (1.0 + math.cos(math.pi * progress))
