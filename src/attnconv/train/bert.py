@@ -20,7 +20,6 @@ The checkpoint, atomic writes and provenance come from :mod:`attnconv.train.chec
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import dataclasses
 import json
@@ -44,26 +43,16 @@ from ..data.tasks import TASKS, TaskData, load_task
 from ..data.tokenizer import load_or_train_tokenizer, save_tokenizer, special_ids
 from ..models.bert import BERT_SIZES, VARIANTS, BertClassifier, BertConfig, BertForMaskedLM
 from .checkpoint import atomic_write_text, load_checkpoint, save_checkpoint, write_json
+from .config import override_dict
 from .distributed import init_distributed
 from .provenance import provenance
+from .schedule import warmup_linear
 
 __all__ = ["FINETUNE_CONFIGS", "PRETRAIN_CONFIGS", "BertRun", "FinetuneConfig", "PretrainConfig", "apply_overrides",
            "PretrainData", "bert_results_table", "load_bert_runs", "load_pretrained", "prepare_pretraining",
            "finetune_bert", "pretrain_bert", "register_cli", "warmup_linear"]
 
 CHECKPOINT_NAME = "checkpoint.pt"
-
-
-def warmup_linear(step: int, total_steps: int, warmup_steps: int) -> float:
-    """Learning-rate multiplier at optimiser step ``step`` (0-based): linear rise over ``warmup_steps``
-    (the first step gets ``1 / warmup_steps``), then linear decay to 0 at ``total_steps``."""
-    if total_steps <= 0 or not 0 <= warmup_steps <= total_steps:
-        raise ValueError(f"need 0 <= warmup_steps <= total_steps and total_steps > 0, got {warmup_steps}, {total_steps}")
-    if not 0 <= step < total_steps:
-        raise ValueError(f"step must be in [0, {total_steps}), got {step}")
-    if step < warmup_steps:
-        return (step + 1) / warmup_steps
-    return (total_steps - step) / max(1, total_steps - warmup_steps)
 
 
 def _positive(config: Any, *names: str) -> None:
@@ -232,23 +221,7 @@ def config_to_dict(config: PretrainConfig | FinetuneConfig) -> dict[str, Any]:
 
 def apply_overrides(config: PretrainConfig | FinetuneConfig, overrides: list[str]) -> PretrainConfig | FinetuneConfig:
     """A copy with ``key=value`` changes (``model.depth=2``); values are Python literals or bare words."""
-    data = dataclasses.asdict(config)
-    for item in overrides:
-        key, sep, text = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"overrides must look like key=value, got {item!r}")
-        target, parts = data, key.split(".")
-        for part in parts[:-1]:
-            if not isinstance(target.get(part), dict):
-                raise ValueError(f"unknown config field {key!r}")
-            target = target[part]
-        if parts[-1] not in target:
-            raise ValueError(f"unknown config field {key!r}")
-        try:
-            target[parts[-1]] = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            target[parts[-1]] = text
-    return type(config)(**data)
+    return type(config)(**override_dict(dataclasses.asdict(config), overrides))
 
 
 def _named(configs: dict[str, Any], name: str) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..models import MODEL_NAMES, ResNetConfig, VisionConfig
 
-__all__ = ["RUN_CONTROL_FIELDS", "TrainConfig", "VISION_CONFIGS", "apply_overrides", "config_from_dict",
+__all__ = ["RUN_CONTROL_FIELDS", "TrainConfig", "VISION_CONFIGS", "apply_overrides", "config_from_dict", "override_dict",
            "config_to_dict", "named_config"]
 
 
@@ -155,9 +155,11 @@ def _parse_value(text: str) -> Any:
         return text  # a bare word: a string
 
 
-def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
-    """Apply ``key=value`` strings; ``key`` may be nested (``sa.depth``). Values are Python literals or words."""
-    data = config_to_dict(config)
+def override_dict(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply ``key=value`` strings to a nested dict in place; ``key`` may be dotted (``sa.depth``).
+
+    Values are Python literals, or bare words taken as strings. Unknown keys raise ``ValueError``.
+    """
     for item in overrides:
         key, sep, text = item.partition("=")
         if not sep or not key:
@@ -170,4 +172,9 @@ def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
         if parts[-1] not in target:
             raise ValueError(f"unknown config field {key!r}")
         target[parts[-1]] = _parse_value(text)
-    return config_from_dict(data)
+    return data
+
+
+def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
+    """Apply ``key=value`` strings; ``key`` may be nested (``sa.depth``). Values are Python literals or words."""
+    return config_from_dict(override_dict(config_to_dict(config), overrides))
