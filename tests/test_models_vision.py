@@ -127,8 +127,10 @@ def test_bad_configs_and_inputs():
         VisionConfig(attention="learned", hidden_dim=15)
     with pytest.raises(ValueError, match="even head_dim"):
         VisionConfig(attention="learned_content", head_dim=7)
-    with pytest.raises(ValueError, match="blocks must be"):
+    with pytest.raises(ValueError, match="every entry of blocks must be a positive integer"):
         ResNetConfig(blocks=(2, 0))
+    with pytest.raises(ValueError, match="blocks must be a non-empty"):
+        ResNetConfig(blocks=())
     with pytest.raises(ValueError, match="name must be one of"):
         build_model("vit", TINY)
     with pytest.raises(ValueError, match="resnet18 needs a ResNetConfig"):

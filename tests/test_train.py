@@ -130,8 +130,9 @@ def test_a_run_writes_its_results(tmp_path):
 
 def test_training_learns_and_resnet_runs(tmp_path):
     data = _tiny_data(128, 64)
-    final = train_vision(_config(model="resnet18", epochs=4, lr=0.05), tmp_path / "resnet", data=data)
+    final = train_vision(_config(model="resnet18", epochs=4, lr=0.05, test_images=32), tmp_path / "resnet", data=data)
     assert final["test_acc"] > 0.3, "ten tinted classes are easy: a working loop beats chance (0.1)"
+    assert final["full_test_images"] == 64 and final["full_test_acc"] > 0.3  # epochs saw 32, the end all 64
     assert not (tmp_path / "resnet" / "centers.jsonl").exists() and not (tmp_path / "resnet" / "attention.npz").exists()
 
 

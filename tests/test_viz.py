@@ -76,6 +76,10 @@ def test_load_run_and_table(run_folder):
     assert run.attention["query_maps"].shape == (2, 4, 2, 16, 16) and run.heads[1][3]["mass"] == 0.9
     table = results_table([run])
     assert "| sa-quadratic | 0.11M | 0.07 / 0.06 | 2 | 41.0% (10000 images) | 1.0 min | 100 | CPU: test |" in table
+    html = results_table([run], fmt="html")
+    assert html.startswith("<table>") and "<td>41.0% (10000 images)</td>" in html
+    with pytest.raises(ValueError, match="fmt must be"):
+        results_table([run], fmt="latex")
     (run_folder / "final.json").unlink()
     with pytest.raises(FileNotFoundError, match="not a finished run"):
         load_run(run_folder)

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from torch import nn
 
 from .bert import BERT_SIZES, VARIANTS, BertClassifier, BertConfig, BertForMaskedLM
@@ -38,5 +40,4 @@ def build_model(name: str, config: VisionConfig | ResNetConfig) -> nn.Module:
     if not isinstance(config, VisionConfig):
         raise ValueError(f"{name} needs a VisionConfig, got {type(config).__name__}")
     kind = name[len("sa-"):].replace("-", "_")
-    from dataclasses import replace
     return SelfAttentionNet(replace(config, attention=kind))

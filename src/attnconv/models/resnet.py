@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from torch import Tensor, nn
 
+from .._checks import positive_int
+
 __all__ = ["BasicBlock", "ResNet", "ResNetConfig"]
 
 
@@ -34,11 +36,11 @@ class ResNetConfig:
     def __post_init__(self) -> None:
         self.blocks = tuple(self.blocks)
         for name in ("width", "in_channels", "num_classes"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not self.blocks or any(isinstance(b, bool) or not isinstance(b, int) or b <= 0 for b in self.blocks):
-            raise ValueError(f"blocks must be a non-empty sequence of positive integers, got {self.blocks!r}")
+            positive_int(name, getattr(self, name))
+        if not self.blocks:
+            raise ValueError("blocks must be a non-empty sequence of positive integers, got ()")
+        for b in self.blocks:
+            positive_int("every entry of blocks", b)
 
 
 class BasicBlock(nn.Module):

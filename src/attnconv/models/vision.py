@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from .._checks import positive_int
 from ..attention import MultiHeadSelfAttention
 from ..positional import AnisotropicGaussianEncoding, LearnedRelativeEncoding2d, PositionalLogits, QuadraticEncoding
 from ..tokens import space_to_depth
@@ -75,9 +76,7 @@ class VisionConfig:
             raise ValueError(f"attention must be one of {ATTENTION_KINDS}, got {self.attention!r}")
         for name in ("image_size", "in_channels", "block", "hidden_dim", "depth", "num_heads", "head_dim",
                      "mlp_dim", "num_classes"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            positive_int(name, getattr(self, name))
         if self.image_size % self.block:
             raise ValueError(f"image_size ({self.image_size}) must be divisible by block ({self.block})")
         for name in ("dropout", "attention_dropout"):

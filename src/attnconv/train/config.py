@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from .._checks import positive_int
 from ..models import MODEL_NAMES, ResNetConfig, VisionConfig
 
 __all__ = ["RUN_CONTROL_FIELDS", "TrainConfig", "VISION_CONFIGS", "apply_overrides", "config_from_dict", "override_dict",
@@ -71,13 +72,10 @@ class TrainConfig:
         if self.model not in MODEL_NAMES:
             raise ValueError(f"model must be one of {MODEL_NAMES}, got {self.model!r}")
         for name in ("epochs", "batch_size", "eval_batch_size", "snapshots_per_epoch", "attention_images"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            positive_int(name, getattr(self, name))
         for name in ("train_images", "test_images"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-                raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+            if getattr(self, name) is not None:
+                positive_int(f"{name} (or None)", getattr(self, name))
         if not self.lr > 0 or not 0 <= self.momentum < 1 or self.weight_decay < 0:
             raise ValueError(f"need lr > 0, 0 <= momentum < 1, weight_decay >= 0; got {self.lr}, "
                              f"{self.momentum}, {self.weight_decay}")

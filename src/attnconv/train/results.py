@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RunResult", "load_run", "results_table"]
+__all__ = ["RunResult", "html_table", "load_run", "results_table"]
 
 
 @dataclass
@@ -62,16 +63,33 @@ def load_run(folder: str | os.PathLike) -> RunResult:
                      attention, heads)
 
 
-def results_table(runs: list[RunResult]) -> str:
-    """A markdown table: model, parameters, FLOPs, epochs, final test accuracy, wall time, images/s, device."""
-    lines = ["| model | params | GFLOPs (all / weights) | epochs | test accuracy | wall time | train images/s | device | data |",
-             "|---|---|---|---|---|---|---|---|---|"]
+def html_table(headers: list[str], rows: list[list[Any]]) -> str:
+    """A plain HTML table (notebook outputs render HTML everywhere; markdown tables need an extension)."""
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def results_table(runs: list[RunResult], fmt: str = "markdown") -> str:
+    """One row per run: model, parameters, FLOPs, epochs, final test accuracy, wall time, images/s, device, data.
+
+    Args:
+        fmt: ``"markdown"`` or ``"html"``.
+    """
+    if fmt not in ("markdown", "html"):
+        raise ValueError(f"fmt must be 'markdown' or 'html', got {fmt!r}")
+    headers = ["model", "params", "GFLOPs (all / weights)", "epochs", "test accuracy", "wall time",
+               "train images/s", "device", "data"]
+    rows = []
     for run in runs:
         f, p = run.final, run.provenance
         acc = f.get("full_test_acc") or f["test_acc"]
         n_test = f.get("full_test_images") or p.get("test_images")
         speed = np.median([r["train_images_per_s"] for r in run.history]) if run.history else float("nan")
-        lines.append(f"| {run.label} | {f['params'] / 1e6:.2f}M | {f['flops'] / 1e9:.2f} / {f['weight_flops'] / 1e9:.2f} | "
-                     f"{f['epochs']} | {100 * acc:.1f}% ({n_test} images) | {f['wall_time_s'] / 60:.1f} min | "
-                     f"{speed:.0f} | {p['device']} | {p['data']} |")
-    return "\n".join(lines)
+        rows.append([run.label, f"{f['params'] / 1e6:.2f}M", f"{f['flops'] / 1e9:.2f} / {f['weight_flops'] / 1e9:.2f}",
+                     f["epochs"], f"{100 * acc:.1f}% ({n_test} images)", f"{f['wall_time_s'] / 60:.1f} min",
+                     f"{speed:.0f}", p["device"], p["data"]])
+    if fmt == "html":
+        return html_table(headers, rows)
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])

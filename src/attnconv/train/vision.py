@@ -88,28 +88,19 @@ class _Data:
             raise ValueError(f"batch_size ({config.batch_size}) exceeds the {len(self.train_x)} training images")
         share = config.batch_size // info.world_size
         self.local = slice(info.rank * share, (info.rank + 1) * share)  # this rank's part of every global batch
-        self.test_local = torch.arange(info.rank, len(self.test_x), info.world_size)  # a strided shard
         self.full_test = None  # the whole test set, for the final number when epochs use a subset
         if config.test_images is not None:
             self.full_test = (data.test_images.to(info.device), data.test_labels.to(info.device))
 
-    def with_full_test(self, info: DistInfo) -> "_Data":
-        """A view of this data whose test set is the whole test set."""
-        full = object.__new__(_Data)
-        full.__dict__.update(self.__dict__)
-        full.test_x, full.test_y = self.full_test
-        full.test_local = torch.arange(info.rank, len(full.test_x), info.world_size)
-        return full
 
-
-def _evaluate(model: nn.Module, data: _Data, config: TrainConfig, info: DistInfo, autocast) -> dict[str, float]:
-    """Test loss and accuracy over all processes' shards."""
+def _evaluate(model: nn.Module, images: Tensor, labels: Tensor, config: TrainConfig, info: DistInfo,
+              autocast) -> dict[str, float]:
+    """Test loss and accuracy of uint8 ``images``, each process taking every ``world_size``-th image."""
     model.eval()
     sums = torch.zeros(3, dtype=torch.float64, device=info.device)  # loss sum, correct, count
     with torch.no_grad():
-        for chunk in data.test_local.split(config.eval_batch_size):
-            chunk = chunk.to(info.device)
-            x, y = normalize(data.test_x[chunk]), data.test_y[chunk]
+        for chunk in torch.arange(info.rank, len(images), info.world_size, device=info.device).split(config.eval_batch_size):
+            x, y = normalize(images[chunk]), labels[chunk]
             with autocast():
                 logits = model(x)
             sums += torch.stack([F.cross_entropy(logits.float(), y, reduction="sum").double(),
@@ -259,7 +250,7 @@ def train_vision(
     for epoch in range(start_epoch, config.epochs):
         t0 = time.perf_counter()
         train = _train_epoch(epoch, m, tensors, config, info, snapshots, on_step)
-        test = _evaluate(m.model, tensors, config, info, m.autocast)
+        test = _evaluate(m.model, tensors.test_x, tensors.test_y, config, info, m.autocast)
         epoch_s = time.perf_counter() - t0
         elapsed += epoch_s
         history.append({"epoch": epoch + 1, "step": (epoch + 1) * tensors.steps_per_epoch, **train, **test,
@@ -283,7 +274,7 @@ def train_vision(
 
     full = None
     if tensors.full_test is not None and history:
-        full = _evaluate(m.model, tensors.with_full_test(info), config, info, m.autocast)
+        full = _evaluate(m.model, *tensors.full_test, config, info, m.autocast)
     last = history[-1] if history else {}
     final = {"model": config.model, "config": config.name, "epochs": last.get("epoch", 0), "steps": last.get("step", 0),
              "test_acc": last.get("test_acc"), "test_loss": last.get("test_loss"),
