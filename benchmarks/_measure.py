@@ -50,6 +50,14 @@ def peak_since(baseline_kib: int) -> float:
     return (status_kib("VmHWM") - baseline_kib) / 1024
 
 
+def print_step_peak(step: Callable[[], None]) -> None:
+    """For a child process: run ``step`` once to allocate what persists, then print the peak of a second run."""
+    step()  # parameters' gradients, thread pools
+    baseline = reset_peak()
+    step()
+    print(json.dumps({"peak_mib": peak_since(baseline)}))
+
+
 def child_peak(script: str, args: list[str], runs: int = 3) -> float:
     """Median over ``runs`` fresh subprocesses of the ``peak_mib`` each prints as JSON on its last line."""
     env = dict(os.environ, **MALLOC_ENV)

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import torch
-from _measure import child_peak, machine, median_time, peak_since, reset_peak
+from _measure import child_peak, machine, median_time, print_step_peak
 
 from attnconv import MultiHeadSelfAttention
 
@@ -35,11 +35,7 @@ def build(impl: str, n: int, c: int):
 
 
 def peak_memory_child(impl: str, n: int, c: int) -> None:
-    step = build(impl, n, c)
-    step()  # allocate everything that persists (parameters' gradients, thread pools)
-    baseline = reset_peak()
-    step()
-    print(json.dumps({"peak_mib": peak_since(baseline)}))
+    print_step_peak(build(impl, n, c))
 
 
 def main() -> None:

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import torch
-from _measure import child_peak, machine, peak_since, reset_peak
+from _measure import child_peak, machine, print_step_peak
 
 from attnconv import CompositeAttention
 
@@ -92,11 +92,7 @@ def time_interleaved(steps: dict, repeats: int) -> dict[str, float]:
 
 
 def peak_memory_child(impl: str, n: int) -> None:
-    step = build(impl, n)
-    step()  # allocate everything that persists (parameters' gradients, thread pools)
-    baseline = reset_peak()
-    step()
-    print(json.dumps({"peak_mib": peak_since(baseline)}))
+    print_step_peak(build(impl, n))
 
 
 def main() -> None:
