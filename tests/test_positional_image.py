@@ -133,3 +133,23 @@ def test_bad_grids_and_queries():
         LearnedRelativeEncoding2d(2, 4, 4, query_dependent=True)((3, 3), torch.randn(1, 2, 9, 6), None)
     with pytest.raises(ValueError, match="no finite positional query"):
         QuadraticEncoding(1, centers=[[0, 0]], alpha=None).positional_query()
+
+
+def test_sharp_quadratic_attention_leaves_no_subnormal_probabilities():
+    """At large α the per-axis softmax underflows; the flushed softmax keeps zeros instead of subnormal floats,
+    and it changes nothing a float32 sum of values could see."""
+    from attnconv.positional.base import negligible_probability, softmax_flushed
+    from attnconv.positional.quadratic import QuadraticEncoding
+
+    enc = QuadraticEncoding(9, alpha=30.0)
+    logits = enc.axis_logits((16, 16))
+    plain = [torch.softmax(part, dim=-1) for part in logits]
+    tiny = torch.finfo(torch.float32).tiny
+    assert any(((p > 0) & (p < tiny)).any() for p in plain)  # the problem is real at this α
+    for part, p in zip(logits, plain):
+        flushed = softmax_flushed(part)
+        assert not ((flushed > 0) & (flushed < tiny)).any()
+        assert ((flushed == 0) | (flushed >= negligible_probability(torch.float32))).all()
+        torch.testing.assert_close(flushed, p, rtol=0, atol=negligible_probability(torch.float32))
+    for part, flushed in zip(logits, enc.factorized_probs((16, 16))):
+        torch.testing.assert_close(flushed, softmax_flushed(part), rtol=0, atol=0)

@@ -51,8 +51,12 @@ def test_split_is_deterministic_disjoint_and_depends_only_on_document_ids(sample
 
 def test_no_data_says_where_to_put_it(monkeypatch, tmp_path):
     monkeypatch.delenv("ATTNCONV_DATA", raising=False)
-    with pytest.raises(FileNotFoundError, match="nltk.downloader"):
+    monkeypatch.setenv("ATTNCONV_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(FileNotFoundError, match="attnconv.data.nltk_zips"):
         load_corpus()
+    downloaded = tmp_path / "cache" / "nltk" / "corpora"
+    downloaded.mkdir(parents=True)
+    assert corpora_dir() == downloaded  # found with no setting once downloaded
     monkeypatch.setenv("ATTNCONV_DATA", str(tmp_path))
     with pytest.raises(FileNotFoundError, match="nltk/corpora"):
         corpora_dir()

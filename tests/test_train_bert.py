@@ -162,3 +162,6 @@ def test_runs_are_read_back_into_a_table(pretrained, corpora, tmp_path):
     table = bert_results_table(runs).splitlines()
     assert table[0].endswith("| SUBJ |") and len(table) == 3
     assert table[2].startswith(f"| composite | smoke | 6 | {final['val_loss']:.3f} |") and "(1 seeds)" in table[2]
+    assert bert_results_table(runs, config="smoke") == "\n".join(table)
+    other = bert_results_table(runs, config="cpu-quick").splitlines()
+    assert len(other) == 2 and "SUBJ" not in other[0]  # no runs of that config: a header only

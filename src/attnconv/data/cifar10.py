@@ -26,7 +26,7 @@ from PIL import Image
 from tqdm import tqdm
 
 from .cache import load_arrays, save_arrays
-from .paths import data_root
+from .paths import CACHE_ENV_VAR, data_root, default_cache_dir
 
 CIFAR10_CLASSES = (
     "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
@@ -107,7 +107,6 @@ CIFAR10_MD5 = "c58f30108f718f92721af3b95e74349a"
 ARCHIVE_NAME = "cifar-10-python.tar.gz"
 EXTRACTED_NAME = "cifar-10-batches-py"
 CIFAR10_SIZES = {"train": 50_000, "test": 10_000}
-CACHE_ENV_VAR = "ATTNCONV_CACHE"
 _BATCHES = {"train": tuple(f"data_batch_{i}" for i in range(1, 6)), "test": ("test_batch",)}
 _IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 _ARRAYS = ("train_images", "train_labels", "test_images", "test_labels")
@@ -160,12 +159,6 @@ def generated_cifar10(n_train: int = 256, n_test: int = 128, seed: int = 0) -> C
     labels = torch.arange(n_train + n_test) % 10
     return CIFAR10(images[:n_train], labels[:n_train], images[n_train:], labels[n_train:], "generated",
                    f"{n_train} + {n_test} generated images (no CIFAR-10 copy was available)")
-
-
-def default_cache_dir() -> Path:
-    """Where downloads and decoded arrays are kept: ``$ATTNCONV_CACHE``, else the user cache folder."""
-    value = os.environ.get(CACHE_ENV_VAR, "").strip()
-    return Path(value).expanduser() if value else Path(pooch.os_cache("attnconv"))
 
 
 def load_cifar10(

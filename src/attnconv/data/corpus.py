@@ -15,9 +15,10 @@ into blocks of :data:`BLOCK_LINES` consecutive lines. Every document has a stabl
 ``validation_fraction * 10,000``: the split depends on nothing but the ids, so it is the same on every machine
 and does not move when a corpus is added.
 
-**Getting the zips.** With internet, ``python -m nltk.downloader -d DIR brown abc movie_reviews state_union
-webtext inaugural sentence_polarity subjectivity rte`` fetches exactly these files (NLTK checks each one's
-size and checksum against its index); then set ``ATTNCONV_DATA=DIR``.
+**Getting the zips.** With internet, ``python -m attnconv.data.nltk_zips`` downloads them into the cache folder,
+checking each one's md5, and they are found there with no setting (see :mod:`attnconv.data.nltk_zips`). NLTK's
+own ``python -m nltk.downloader -d DIR/nltk brown abc movie_reviews state_union webtext inaugural
+sentence_polarity subjectivity rte`` fetches the same files; then set ``ATTNCONV_DATA=DIR``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from .nltk_zips import cached_corpora_dir
 from .paths import data_root
 
 __all__ = ["BLOCK_LINES", "PRETRAIN_CORPORA", "Corpus", "Document", "corpora_dir", "load_corpus", "read_documents",
@@ -44,8 +46,9 @@ _SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s+[\"'(\[]?[A-Z0-9])")
 
 _ABBREVIATION = re.compile(r"(?:^|\s)(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Gen|Sen|Rep|Gov|No|U\.S|[A-Z])\.$")
 
-DOWNLOAD_HINT = ("python -m nltk.downloader -d DIR brown abc movie_reviews state_union webtext inaugural "
-                 "sentence_polarity subjectivity rte, then set ATTNCONV_DATA=DIR")
+DOWNLOAD_HINT = ("python -m attnconv.data.nltk_zips (md5-checked, into the cache folder, found without settings), or "
+                 "python -m nltk.downloader -d DIR/nltk brown abc movie_reviews state_union webtext inaugural "
+                 "sentence_polarity subjectivity rte and then set ATTNCONV_DATA=DIR")
 
 
 @dataclass(frozen=True)
@@ -127,16 +130,20 @@ def _file_sentences(corpus: str, name: str, text: str) -> list[str]:
 
 
 def corpora_dir(root: str | os.PathLike | None = None) -> Path:
-    """The folder holding the NLTK zips: ``root`` itself, or ``$ATTNCONV_DATA/nltk/corpora``.
+    """The folder holding the NLTK zips: ``root`` itself, else ``$ATTNCONV_DATA/nltk/corpora``, else the
+    download folder of :func:`attnconv.data.nltk_zips.download_corpora` when it exists.
 
     Raises:
-        FileNotFoundError: no ``root`` and ``ATTNCONV_DATA`` unset, or the folder does not exist.
+        FileNotFoundError: none of these exists.
     """
     if root is None:
         base = data_root()
         if base is None:
-            raise FileNotFoundError(f"no text corpora: ATTNCONV_DATA is not set. Get the NLTK zips with "
-                                    f"{DOWNLOAD_HINT} (the zips must be in DIR/nltk/corpora/)")
+            folder = cached_corpora_dir()
+            if not folder.is_dir():
+                raise FileNotFoundError(f"no text corpora: ATTNCONV_DATA is not set and nothing was downloaded to "
+                                        f"{folder}. Get the NLTK zips with {DOWNLOAD_HINT}")
+            return folder
         folder = base / "nltk" / "corpora"
     else:
         folder = Path(root).expanduser()

@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pooch
+
 ENV_VAR = "ATTNCONV_DATA"
+CACHE_ENV_VAR = "ATTNCONV_CACHE"
 
 
 def data_root() -> Path | None:
@@ -21,3 +24,9 @@ def data_root() -> Path | None:
     if not root.is_dir():
         raise FileNotFoundError(f"{ENV_VAR}={value!r} is set but is not a folder; unset it or point it at the data")
     return root
+
+
+def default_cache_dir() -> Path:
+    """Where downloads and decoded arrays are kept: ``$ATTNCONV_CACHE``, else the user cache folder."""
+    value = os.environ.get(CACHE_ENV_VAR, "").strip()
+    return Path(value).expanduser() if value else Path(pooch.os_cache("attnconv"))

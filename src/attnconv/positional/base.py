@@ -19,7 +19,24 @@ from torch import Tensor, nn
 
 from .._checks import positive_int
 
-__all__ = ["PositionalLogits", "grid_positions", "relative_offsets"]
+__all__ = ["PositionalLogits", "grid_positions", "negligible_probability", "relative_offsets", "softmax_flushed"]
+
+
+def negligible_probability(dtype: torch.dtype) -> float:
+    """eps², below which an attention probability cannot change a weighted sum of values at ``dtype``'s precision:
+    1.4e-14 in float32, 4.9e-32 in float64."""
+    return torch.finfo(dtype).eps ** 2
+
+
+def softmax_flushed(logits: Tensor, dim: int = -1) -> Tensor:
+    """``softmax(logits)`` with probabilities below :func:`negligible_probability` set to exactly zero.
+
+    A sharply peaked softmax (the quadratic encoding at large α) underflows into subnormal floats, which slow CPU
+    matmuls five- to tenfold. Each dropped probability is below eps², so a sum over N ≤ 1/eps keys changes by
+    less than eps times its largest value: below rounding. Gradients pass through the kept entries unchanged.
+    """
+    probs = torch.softmax(logits, dim=dim)
+    return probs.masked_fill(probs < negligible_probability(probs.dtype), 0.0)
 
 
 def grid_positions(grid: Sequence[int], device: torch.device | None = None) -> Tensor:

@@ -18,7 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from .._checks import positive_int
-from .base import PositionalLogits
+from .base import PositionalLogits, softmax_flushed
 
 __all__ = ["LearnedRelativeEncoding2d"]
 
@@ -88,7 +88,7 @@ class LearnedRelativeEncoding2d(PositionalLogits):
     def factorized_probs(self, grid: tuple[int, ...]) -> list[Tensor] | None:
         if self.query_dependent:
             return None
-        return [torch.softmax(part, dim=-1) for part in self.axis_logits(grid)]
+        return [softmax_flushed(part) for part in self.axis_logits(grid)]
 
     def extra_repr(self) -> str:
         return (f"num_heads={self.num_heads}, max_size={self.max_size}, dim={self.dim}, "

@@ -20,7 +20,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from .base import PositionalLogits
+from .base import PositionalLogits, softmax_flushed
 
 __all__ = ["QuadraticEncoding", "quadratic_features", "positional_query", "hard_logit_floor"]
 
@@ -139,7 +139,7 @@ class QuadraticEncoding(PositionalLogits):
 
     def factorized_probs(self, grid: tuple[int, ...]) -> list[Tensor]:
         """Per-axis attention probabilities ``[(N_h, L_a, L_a)]``; the full P^(h) is their Kronecker product."""
-        return [torch.softmax(part, dim=-1) for part in self.axis_logits(grid)]
+        return [softmax_flushed(part) for part in self.axis_logits(grid)]
 
     def extra_repr(self) -> str:
         return f"num_heads={self.num_heads}, dims={self.dims}, hard={self.hard}"

@@ -671,12 +671,15 @@ def load_bert_runs(folder: str | os.PathLike, prefix: str = "bert-") -> list[Ber
     return runs
 
 
-def bert_results_table(runs: list[BertRun]) -> str:
+def bert_results_table(runs: list[BertRun], config: str | None = None) -> str:
     """A markdown table, one row per pretrained variant: steps, MLM validation loss and accuracy, training
     tokens/s with the number of threads it ran on, and each task's test accuracy as mean ± std over the
-    fine-tuning seeds. (Speeds of runs on a shared machine are not comparable; see the throughput benchmark.)"""
-    pre = [r for r in runs if r.is_pretraining]
-    tasks = sorted({r.final["task"] for r in runs if not r.is_pretraining})
+    fine-tuning seeds. (Speeds of runs on a shared machine are not comparable; see the throughput benchmark.)
+
+    ``config`` keeps only the pretraining runs of that named config (and the fine-tuning runs made from them)."""
+    pre = [r for r in runs if r.is_pretraining and (config is None or r.final["config"] == config)]
+    names = {r.name for r in pre}
+    tasks = sorted({r.final["task"] for r in runs if not r.is_pretraining and Path(r.final["pretrained"]).name in names})
     header = ["variant", "config", "steps", "MLM val loss", "MLM val acc", "tokens/s (threads)"]
     lines = ["| " + " | ".join(header + [t.upper() for t in tasks]) + " |", "|" + "---|" * (len(header) + len(tasks))]
     for r in pre:
