@@ -39,6 +39,7 @@ from tqdm import tqdm
 from ..data.cifar10 import default_cache_dir
 from ..data.corpus import PRETRAIN_CORPORA, Corpus, corpora_dir, load_corpus
 from ..data.mlm import PairExamples, encode_pairs, load_or_encode, make_pairs, mlm_batch, pad_pairs
+from ..data.hub import HUB_CORPORA, HUB_TASKS, load_hub_corpus, load_hub_task
 from ..data.tasks import TASKS, TaskData, load_task
 from ..data.tokenizer import load_or_train_tokenizer, save_tokenizer, special_ids
 from ..models.bert import BERT_SIZES, VARIANTS, BertClassifier, BertConfig, BertForMaskedLM
@@ -88,7 +89,8 @@ class PretrainConfig:
         validation_fraction: share of documents held out.
         eval_every: steps between validation evaluations and checkpoints.
         eval_examples: validation examples evaluated (a fixed subset).
-        corpora: which NLTK corpora to read.
+        corpora: which NLTK corpora to read, or one name of ``attnconv.data.hub.HUB_CORPORA``
+            (``wikitext-103``; needs ``datasets``) alone.
         seed: seeds the weights, example order, masking and dropout.
         device: ``"auto"``, ``"cpu"`` or ``"cuda"``.
         amp: bfloat16 autocast on CUDA.
@@ -118,7 +120,11 @@ class PretrainConfig:
     def __post_init__(self) -> None:
         if isinstance(self.model, dict):
             self.model = BertConfig(**self.model)
-        self.corpora = tuple(self.corpora)
+        self.corpora = (self.corpora,) if isinstance(self.corpora, str) else tuple(self.corpora)
+        if not (self.corpora and all(c in PRETRAIN_CORPORA for c in self.corpora)) and not (
+                len(self.corpora) == 1 and self.corpora[0] in HUB_CORPORA):
+            raise ValueError(f"corpora must be a non-empty subset of {PRETRAIN_CORPORA}, or one of "
+                             f"{tuple(HUB_CORPORA)} alone, got {self.corpora!r}")
         _positive(self, "steps", "batch_size", "max_length", "eval_every", "eval_examples")
         _check_common(self)
         if self.max_length > self.model.max_length:
@@ -133,7 +139,8 @@ class FinetuneConfig:
 
     Attributes:
         name: the named config this came from.
-        task: one of ``attnconv.data.tasks.TASKS`` (``mr``, ``subj``, ``rte``).
+        task: one of ``attnconv.data.tasks.TASKS`` (``mr``, ``subj``, ``rte``), or of
+            ``attnconv.data.hub.HUB_TASKS`` (``glue-rte``, ``glue-sst2``; needs ``datasets``).
         epochs: passes over the training examples, per seed.
         batch_size: examples per step.
         lr: peak AdamW learning rate.
@@ -167,8 +174,8 @@ class FinetuneConfig:
 
     def __post_init__(self) -> None:
         self.seeds = tuple(self.seeds)
-        if self.task not in TASKS:
-            raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
+        if self.task not in TASKS and self.task not in HUB_TASKS:
+            raise ValueError(f"task must be one of {TASKS + tuple(HUB_TASKS)}, got {self.task!r}")
         _positive(self, "epochs", "batch_size", "max_length", "eval_batch_size")
         _check_common(self)
         if not self.seeds:
@@ -272,7 +279,10 @@ def prepare_pretraining(config: PretrainConfig, root: str | os.PathLike | None =
         cache_dir: where the tokenizer and encoded corpus are cached (default ``<cache>/text``).
     """
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "text"
-    corpus = load_corpus(root, config.corpora, config.validation_fraction)
+    if config.corpora[0] in HUB_CORPORA:
+        corpus = load_hub_corpus(config.corpora[0])
+    else:
+        corpus = load_corpus(root, config.corpora, config.validation_fraction)
     tokenizer = load_or_train_tokenizer(corpus.sentences("train"), cache, config.model.vocab_size)
     train = make_pairs(load_or_encode(tokenizer, corpus.train, cache), config.max_length, config.seed)
     validation = make_pairs(load_or_encode(tokenizer, corpus.validation, cache), config.max_length, seed=12345)
@@ -488,7 +498,9 @@ def finetune_bert(config: FinetuneConfig, pretrained: str | os.PathLike, out_dir
     if config.max_length > mlm.config.max_length:
         raise ValueError(f"max_length ({config.max_length}) exceeds the model's max_length ({mlm.config.max_length})")
     given_task = task
-    task = task if task is not None else load_task(config.task, root, seed=config.split_seed)
+    if task is None:
+        task = load_hub_task(config.task) if config.task in HUB_TASKS else load_task(config.task, root,
+                                                                                     seed=config.split_seed)
     if task.name != config.task:
         raise ValueError(f"task data is {task.name!r} but config.task is {config.task!r}")
     train_examples = list(task.train)
@@ -567,12 +579,21 @@ def finetune_bert(config: FinetuneConfig, pretrained: str | os.PathLike, out_dir
              "train_examples": len(train), "test_examples": len(test), "wall_time_s": elapsed}
     write_json(out / "final.json", final)
     write_json(out / "provenance.json", provenance(
-        device, 1, task.description, str(corpora_dir(root)) if root is not None or given_task is None else "given",
+        device, 1, task.description, _task_source(config.task, root, given_task is not None),
         config_to_dict(config),
         {"wall_time_s": elapsed, "process_time_s": time.perf_counter() - started,
          "load_average_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
          "torch_threads": torch.get_num_threads(), "pretrained_config": pre_state["config"]}))
     return final
+
+
+def _task_source(task: str, root: str | os.PathLike | None, given: bool) -> str:
+    """Where a fine-tuning task's data came from, for the provenance record."""
+    if given and root is None:
+        return "given"
+    if task in HUB_TASKS:
+        return "hf:" + "/".join(HUB_TASKS[task][:2])
+    return str(corpora_dir(root))
 
 
 # The command line: ``bert-pretrain`` and ``bert-finetune`` subcommands of ``python -m attnconv.train``.
@@ -607,7 +628,8 @@ def _run_pretrain(args) -> int:
 def _configure_finetune(parser) -> None:
     parser.add_argument("--config", default="cpu-quick", choices=sorted(FINETUNE_CONFIGS), help="a named config")
     parser.add_argument("--from", dest="pretrained", help="a bert-pretrain run folder or its checkpoint.pt")
-    parser.add_argument("--task", dest="task_name", default=None, choices=TASKS, help="the task (default: mr)")
+    parser.add_argument("--task", dest="task_name", default=None, choices=TASKS + tuple(HUB_TASKS),
+                        help="the task (default: mr; glue-* need the datasets package)")
     parser.add_argument("--out", help="folder for the run's results and checkpoint")
     parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
