@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 
@@ -120,3 +121,15 @@ def test_errors():
         model(torch.ones(3).long())
     with pytest.raises(ValueError, match="padding_mask must have the shape"):
         model(torch.ones(1, 4).long(), None, torch.zeros(1, 5, dtype=torch.bool))
+
+
+def test_relative_terms_start_nearly_uniform():
+    """BERT's N(0, 0.02) init covers the relative bias and tables, so a trained model's kernels are learned."""
+    from attnconv.viz_text import fixed_kernels
+    torch.manual_seed(0)
+    model = BertForMaskedLM(replace(BERT_SIZES["cpu-quick"], variant="composite"))
+    kernels = fixed_kernels(model)  # (L, N_h, 2k+1)
+    assert kernels.shape == (4, 4, 33)
+    assert np.abs(kernels - 1 / 33).max() < 0.1 / 33  # within 10% of uniform
+    for layer in composite_layers(model):
+        assert 0.01 < layer.fixed_term.weight.std() < 0.03 and 0.01 < layer.query_term.embedding.std() < 0.03

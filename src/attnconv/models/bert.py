@@ -30,6 +30,7 @@ from torch import Tensor, nn
 from .._checks import positive_int
 from ..attention import MultiHeadSelfAttention
 from ..composite import CompositeAttention
+from ..positional.sequence import KeyRelativeLogits, QueryRelativeLogits, RelativePositionBias
 
 __all__ = ["BERT_SIZES", "VARIANTS", "AttentionVariant", "BertClassifier", "BertConfig", "BertEncoder",
            "BertForMaskedLM", "composite_layers", "make_bert_attention"]
@@ -218,7 +219,13 @@ class BertEncoder(nn.Module):
 
 
 def _init_weights(module: nn.Module) -> None:
-    """BERT's initialisation: N(0, 0.02) for linear and embedding weights, zero biases."""
+    """BERT's initialisation: N(0, 0.02) for linear and embedding weights and for the relative terms (the bias
+    b_δ and the tables a_δ), zero biases. The relative kernels thus start nearly uniform: what a trained model
+    shows is learned, not left over from a random start."""
+    if isinstance(module, RelativePositionBias):
+        nn.init.normal_(module.weight, std=0.02)
+    elif isinstance(module, (QueryRelativeLogits, KeyRelativeLogits)):
+        nn.init.normal_(module.embedding, std=0.02)
     if isinstance(module, (nn.Linear, nn.Embedding)):
         nn.init.normal_(module.weight, std=0.02)
         if isinstance(module, nn.Linear) and module.bias is not None:
