@@ -202,8 +202,8 @@ PRETRAIN_CONFIGS: dict[str, PretrainConfig] = {
     "cpu-quick": PretrainConfig(name="cpu-quick", model=_QUICK, steps=1500, batch_size=32, lr=1e-3, max_length=64,
                                 eval_every=100, eval_examples=512, device="cpu"),
     # A quarter of cpu-quick's compute per step (2 layers, hidden 128) for CPUs shared with other work.
-    "cpu-mini": PretrainConfig(name="cpu-mini", model=_MINI, steps=200, batch_size=32, lr=1e-3, max_length=64,
-                               eval_every=25, eval_examples=512, device="cpu", time_limit=900.0),
+    "cpu-mini": PretrainConfig(name="cpu-mini", model=_MINI, steps=800, batch_size=32, lr=1e-3, max_length=64,
+                               eval_every=100, eval_examples=512, device="cpu", time_limit=900.0),
     # A larger model and full-length examples for one GPU, about ten minutes.
     "gpu-10min": PretrainConfig(name="gpu-10min", model=_GPU, steps=20_000, batch_size=128, lr=5e-4,
                                 max_length=128, eval_every=1000, eval_examples=2048, time_limit=600.0),
