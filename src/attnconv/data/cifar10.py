@@ -189,7 +189,7 @@ def load_cifar10(
 
     Args:
         path: an explicit copy to read, or ``None`` to search.
-        cache_dir: downloads and decoded arrays; default :func:`default_cache_dir`.
+        cache_dir: downloads and decoded arrays; default :func:`~attnconv.data.paths.default_cache_dir`.
         download: allow step 3.
         md5: the hash an official archive must have; ``None`` skips the check (for archives you built).
         expected_sizes: ``{"train": n, "test": m}`` image counts to insist on; ``None`` accepts any.

@@ -24,14 +24,14 @@ from .tasks import TaskData, TextExample
 
 __all__ = ["HUB_CORPORA", "HUB_TASKS", "load_hub_corpus", "load_hub_task"]
 
-#: Pretraining corpora: name -> (hub data set, configuration).
+#: The pretraining corpora, each name mapped to (hub data set, configuration).
 HUB_CORPORA: dict[str, tuple[str, str]] = {
     "wikitext-103": ("wikitext", "wikitext-103-raw-v1"),
     "wikitext-2": ("wikitext", "wikitext-2-raw-v1"),
 }
 
-#: Fine-tuning tasks: name -> (data set, configuration, first text column, second text column or None,
-#: label names in GLUE's order).
+#: The fine-tuning tasks, each name mapped to (data set, configuration, first text column, second text column
+#: or None, label names in GLUE's order).
 HUB_TASKS: dict[str, tuple[str, str, str, str | None, tuple[str, ...]]] = {
     "glue-rte": ("glue", "rte", "sentence1", "sentence2", ("entailment", "not_entailment")),
     "glue-sst2": ("glue", "sst2", "sentence", None, ("negative", "positive")),
