@@ -598,23 +598,32 @@ def _task_source(task: str, root: str | os.PathLike | None, given: bool) -> str:
 
 # The command line: ``bert-pretrain`` and ``bert-finetune`` subcommands of ``python -m attnconv.train``.
 
-def _configure_pretrain(parser) -> None:
-    parser.add_argument("--config", default="cpu-quick", choices=sorted(PRETRAIN_CONFIGS), help="a named config")
-    parser.add_argument("--variant", default=None, choices=tuple(VARIANTS), help="attention variant (default: absolute)")
+def _add_common_arguments(parser, configs: dict[str, Any], example: str) -> None:
+    """The arguments both subcommands share: a named config, its overrides, the run folder and the data."""
+    parser.add_argument("--config", default="cpu-quick", choices=sorted(configs), help="a named config")
     parser.add_argument("--out", help="folder for the run's results and checkpoint")
     parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="change a config field, e.g. --set steps=100 --set model.depth=2 (repeatable)")
+                        help=f"change a config field, e.g. {example} (repeatable)")
     parser.add_argument("--data", default=None, help="folder with the NLTK corpus zips")
-    parser.add_argument("--cache", default=None, help="folder for the tokenizer and encoded corpus")
     parser.add_argument("--list", action="store_true", help="print the named configs and exit")
+
+
+def _list_configs(configs: dict[str, Any]) -> int:
+    for name, config in configs.items():
+        print(name, json.dumps(config_to_dict(config)))
+    return 0
+
+
+def _configure_pretrain(parser) -> None:
+    _add_common_arguments(parser, PRETRAIN_CONFIGS, "--set steps=100 --set model.depth=2")
+    parser.add_argument("--variant", default=None, choices=tuple(VARIANTS), help="attention variant (default: absolute)")
+    parser.add_argument("--cache", default=None, help="folder for the tokenizer and encoded corpus")
 
 
 def _run_pretrain(args) -> int:
     if args.list:
-        for name, config in PRETRAIN_CONFIGS.items():
-            print(name, json.dumps(config_to_dict(config)))
-        return 0
+        return _list_configs(PRETRAIN_CONFIGS)
     if not args.out:
         raise SystemExit("bert-pretrain: --out DIR is required")
     config = _named(PRETRAIN_CONFIGS, args.config)
@@ -626,23 +635,15 @@ def _run_pretrain(args) -> int:
 
 
 def _configure_finetune(parser) -> None:
-    parser.add_argument("--config", default="cpu-quick", choices=sorted(FINETUNE_CONFIGS), help="a named config")
+    _add_common_arguments(parser, FINETUNE_CONFIGS, "--set epochs=1")
     parser.add_argument("--from", dest="pretrained", help="a bert-pretrain run folder or its checkpoint.pt")
     parser.add_argument("--task", dest="task_name", default=None, choices=TASKS + tuple(HUB_TASKS),
                         help="the task (default: mr; glue-* need the datasets package)")
-    parser.add_argument("--out", help="folder for the run's results and checkpoint")
-    parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="change a config field, e.g. --set epochs=1 (repeatable)")
-    parser.add_argument("--data", default=None, help="folder with the NLTK corpus zips")
-    parser.add_argument("--list", action="store_true", help="print the named configs and exit")
 
 
 def _run_finetune(args) -> int:
     if args.list:
-        for name, config in FINETUNE_CONFIGS.items():
-            print(name, json.dumps(config_to_dict(config)))
-        return 0
+        return _list_configs(FINETUNE_CONFIGS)
     if not args.out or not args.pretrained:
         raise SystemExit("bert-finetune: --from CHECKPOINT and --out DIR are required")
     config = _named(FINETUNE_CONFIGS, args.config)
@@ -657,7 +658,7 @@ def register_cli(add_task: Callable) -> None:
     """Add ``bert-pretrain`` and ``bert-finetune`` to the command line of :mod:`attnconv.train.cli`."""
     add_task("bert-pretrain", "pretrain a small BERT with masked-LM on the NLTK corpora", _configure_pretrain,
              _run_pretrain)
-    add_task("bert-finetune", "fine-tune a pretrained BERT on MR, SUBJ or RTE", _configure_finetune, _run_finetune)
+    add_task("bert-finetune", "fine-tune a pretrained BERT on MR, SUBJ, RTE or a GLUE task", _configure_finetune, _run_finetune)
 
 
 # Reading the committed runs back, for the chapter.
