@@ -658,7 +658,8 @@ def register_cli(add_task: Callable) -> None:
     """Add ``bert-pretrain`` and ``bert-finetune`` to the command line of :mod:`attnconv.train.cli`."""
     add_task("bert-pretrain", "pretrain a small BERT with masked-LM on the NLTK corpora", _configure_pretrain,
              _run_pretrain)
-    add_task("bert-finetune", "fine-tune a pretrained BERT on MR, SUBJ, RTE or a GLUE task", _configure_finetune, _run_finetune)
+    add_task("bert-finetune", "fine-tune a pretrained BERT on MR, SUBJ, RTE or a GLUE task", _configure_finetune,
+             _run_finetune)
 
 
 # Reading the committed runs back, for the chapter.
