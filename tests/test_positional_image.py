@@ -153,3 +153,27 @@ def test_sharp_quadratic_attention_leaves_no_subnormal_probabilities():
         torch.testing.assert_close(flushed, p, rtol=0, atol=negligible_probability(torch.float32))
     for part, flushed in zip(logits, enc.factorized_probs((16, 16))):
         torch.testing.assert_close(flushed, softmax_flushed(part), rtol=0, atol=0)
+
+
+def test_from_kernel_puts_one_head_on_each_tap_like_conv_to_mhsa():
+    import torch.nn as nn
+    from attnconv.construct.image import conv_to_mhsa
+    for k, d in [(3, 1), (5, 1), (3, 2)]:
+        enc = QuadraticEncoding.from_kernel(k, alpha=0.5, dilation=d)
+        conv = nn.Conv2d(2, 2, k, padding=d * (k - 1) // 2, dilation=d)
+        assert torch.equal(enc.centers.detach(), conv_to_mhsa(conv).centers.to(enc.centers.dtype))
+        assert torch.allclose(enc.alpha, torch.full((k * k,), 0.5))
+
+
+def test_vision_grid_init_starts_exactly_on_the_taps():
+    from attnconv.models import SelfAttentionNet, VisionConfig
+    model = SelfAttentionNet(VisionConfig(hidden_dim=16, depth=2, head_dim=8, mlp_dim=16, init="grid",
+                                          init_alpha=3.0))
+    taps = torch.tensor([[a, b] for a in (-1, 0, 1) for b in (-1, 0, 1)], dtype=torch.get_default_dtype())
+    for block in model.blocks:
+        assert torch.equal(block.attn.positional.centers.detach(), taps)
+        assert torch.allclose(block.attn.positional.alpha.detach(), torch.full((9,), 3.0))
+    with pytest.raises(ValueError, match="square num_heads"):
+        VisionConfig(num_heads=8, init="grid")
+    with pytest.raises(ValueError, match="init must be one of"):
+        VisionConfig(init="conv")

@@ -16,6 +16,7 @@ feed-forward) the quadratic model has 12.1M parameters.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -26,10 +27,11 @@ from ..attention import MultiHeadSelfAttention
 from ..positional import AnisotropicGaussianEncoding, LearnedRelativeEncoding2d, PositionalLogits, QuadraticEncoding
 from ..tokens import space_to_depth
 
-__all__ = ["ATTENTION_KINDS", "AttentionBlock", "SelfAttentionNet", "VisionConfig", "gaussian_parameters",
+__all__ = ["ATTENTION_KINDS", "INIT_KINDS", "AttentionBlock", "SelfAttentionNet", "VisionConfig", "gaussian_parameters",
            "make_attention", "no_weight_decay"]
 
 ATTENTION_KINDS = ("quadratic", "anisotropic", "learned", "learned_content", "content")
+INIT_KINDS = ("random", "grid")
 
 
 @dataclass
@@ -55,6 +57,12 @@ class VisionConfig:
             factorised fast path).
         shared_values: one value projection for all heads, as in the paper's implementation.
         num_classes: outputs of the classifier.
+        init: where the Gaussian heads of ``"quadratic"`` attention start: ``"random"`` (centres drawn from
+            N(0, ``init_center_std``²), as in the paper's code) or ``"grid"`` (one head on each tap of a
+            √N_h x √N_h kernel, the construction of Theorem 1; needs a square ``num_heads``).
+        init_alpha: the starting α^(h) of every quadratic head. The paper's code starts its Gaussian spread at
+            about 1 with the logit -½ s² ‖δ - Δ‖², which is α = s²/2 ≈ 0.5.
+        init_center_std: spread of the random initial centres.
     """
 
     attention: str = "quadratic"
@@ -70,6 +78,9 @@ class VisionConfig:
     attention_dropout: float = 0.0
     shared_values: bool = True
     num_classes: int = 10
+    init: str = "random"
+    init_alpha: float = 0.5
+    init_center_std: float = 2.0
 
     def __post_init__(self) -> None:
         if self.attention not in ATTENTION_KINDS:
@@ -82,6 +93,14 @@ class VisionConfig:
         for name in ("dropout", "attention_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
+        if self.init not in INIT_KINDS:
+            raise ValueError(f"init must be one of {INIT_KINDS}, got {self.init!r}")
+        if self.init == "grid" and math.isqrt(self.num_heads) ** 2 != self.num_heads:
+            raise ValueError(f"init='grid' needs a square num_heads (K x K taps), got {self.num_heads}")
+        if not (math.isfinite(self.init_alpha) and self.init_alpha > 0):
+            raise ValueError(f"init_alpha must be finite and > 0, got {self.init_alpha!r}")
+        if not (math.isfinite(self.init_center_std) and self.init_center_std >= 0):
+            raise ValueError(f"init_center_std must be finite and >= 0, got {self.init_center_std!r}")
         if self.attention == "learned" and self.hidden_dim % 2:
             raise ValueError(f"attention='learned' needs an even hidden_dim (rows and columns), got {self.hidden_dim}")
         if self.attention == "learned_content" and self.head_dim % 2:
@@ -100,7 +119,11 @@ def make_attention(config: VisionConfig) -> MultiHeadSelfAttention:
     positional: PositionalLogits | None
     content = False
     if config.attention == "quadratic":
-        positional = QuadraticEncoding(config.num_heads)
+        if config.init == "grid":
+            positional = QuadraticEncoding.from_kernel(math.isqrt(config.num_heads), alpha=config.init_alpha)
+        else:
+            positional = QuadraticEncoding(config.num_heads, alpha=config.init_alpha,
+                                           init_center_std=config.init_center_std)
     elif config.attention == "anisotropic":
         positional = AnisotropicGaussianEncoding(config.num_heads)
     elif config.attention == "learned":

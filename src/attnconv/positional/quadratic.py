@@ -20,6 +20,8 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
+from .._checks import int_tuple
+from ..conv import kernel_shifts
 from .base import PositionalLogits, softmax_flushed
 
 __all__ = ["QuadraticEncoding", "quadratic_features", "positional_query", "hard_logit_floor"]
@@ -90,6 +92,31 @@ class QuadraticEncoding(PositionalLogits):
         else:
             self.register_buffer("centers", centers)
             self.register_buffer("log_alpha", log_alpha)
+
+    @classmethod
+    def from_kernel(cls, kernel_size: int | Sequence[int], alpha: float | None = 1.0, dilation: int | Sequence[int] = 1,
+                    dims: int = 2, learnable: bool = True) -> "QuadraticEncoding":
+        """Heads placed on the taps of a centred kernel, one head per tap, in row-major order.
+
+        Head h starts at Δ^(h) = a_h ⊙ d - c with c = d (K - 1) // 2: the shifts :func:`conv_to_mhsa` gives a
+        convolution with "same" padding. With ``learnable=True`` this is ConViT's local initialisation, reached
+        from Theorem 1.
+
+        Args:
+            kernel_size: K (a K x ... x K kernel in ``dims`` dimensions) or one size per dimension.
+            alpha: the starting α^(h) of every head (``None``: exact hard attention).
+            dilation: d, an int or one per dimension.
+            dims: d, used when ``kernel_size`` is an int.
+            learnable: whether Δ and α train.
+        """
+        if not isinstance(kernel_size, int):
+            dims = len(kernel_size)
+        ks = int_tuple("kernel_size", kernel_size, dims, 1)
+        dil = int_tuple("dilation", dilation, dims, 1)
+        offset = tuple(d * (k - 1) // 2 for k, d in zip(ks, dil))
+        shifts = [delta for _, delta in kernel_shifts(ks, dil, offset)]
+        centers = torch.tensor(shifts, dtype=torch.get_default_dtype())
+        return cls(len(shifts), centers=centers, alpha=alpha, learnable=learnable)
 
     @property
     def dims(self) -> int:

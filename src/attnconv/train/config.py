@@ -110,6 +110,10 @@ VISION_CONFIGS: dict[str, TrainConfig] = {
     "cpu-quick": TrainConfig(
         name="cpu-quick", sa=_QUICK_SA, resnet=ResNetConfig(width=16), epochs=6, batch_size=100, lr=0.1,
         train_images=10_000, test_images=2_000, eval_batch_size=500, snapshots_per_epoch=4, device="cpu"),
+    # The quick widths on all 50,000 training images: about two hours on two idle CPU cores (resumable).
+    "cpu-long": TrainConfig(
+        name="cpu-long", sa=_QUICK_SA, resnet=ResNetConfig(width=16), epochs=12, batch_size=100, lr=0.1,
+        test_images=2_000, eval_batch_size=500, snapshots_per_epoch=2, device="cpu"),
     # The paper's model on one large GPU, as many epochs as fit in about ten minutes (bf16, compiled).
     "gpu-10min": TrainConfig(
         name="gpu-10min", sa=_PAPER_SA, epochs=40, batch_size=256, lr=0.15, eval_batch_size=1000,
