@@ -6,12 +6,11 @@ STAMP  := $(VENV)/.installed
 VENDOR := book/vendor
 PIP    := $(BIN)/pip install --disable-pip-version-check -q
 
-# Web assets served from the built book, so that it renders with no network.
-MATHJAX      := mathjax@3.2.2
-REQUIREJS    := requirejs@2.3.7
-HTML_MANAGER := @jupyter-widgets/html-manager@1.0.6
+# MathJax is served from the built book, so that it renders with no network. It comes from a PyPI wheel
+# (django-static-mathjax, MathJax 3.2.2's es5 tree, listed in requirements.txt): no npm is needed.
+MATHJAX_ES5 = $(BIN)/python -c "import mathjax, pathlib; print(pathlib.Path(mathjax.__file__).parent / 'static' / 'mathjax' / 'es5')"
 
-.PHONY: help install assets book test test-lib test-notebooks test-book test-course student book-student clean
+.PHONY: help install assets browser book test test-lib test-notebooks test-book test-course student book-student clean
 
 help:
 	@echo "make book   build the book into _build/html/index.html"
@@ -30,17 +29,20 @@ $(STAMP): requirements.txt pyproject.toml
 
 assets: $(VENDOR)/.complete
 
-# Fetched into a temporary folder and moved into place at the end, so an interrupted fetch leaves nothing half-done.
-$(VENDOR)/.complete:
-	rm -rf $(VENDOR).tmp && mkdir -p $(VENDOR).tmp/pkg
-	cd $(VENDOR).tmp/pkg && npm pack --silent $(MATHJAX) $(REQUIREJS) $(HTML_MANAGER) >/dev/null
-	cd $(VENDOR).tmp/pkg && for f in *.tgz; do mkdir "$${f%.tgz}" && tar -xzf "$$f" -C "$${f%.tgz}" --strip-components=1; done
-	mv $(VENDOR).tmp/pkg/mathjax-*/es5 $(VENDOR).tmp/mathjax
-	mv $(VENDOR).tmp/pkg/requirejs-*/require.js $(VENDOR).tmp/require.js
-	mv $(VENDOR).tmp/pkg/jupyter-widgets-html-manager-*/dist $(VENDOR).tmp/html-manager
-	find $(VENDOR).tmp/html-manager -name '*.map' -delete
-	rm -rf $(VENDOR).tmp/pkg && touch $(VENDOR).tmp/.complete
+# Copied into a temporary folder and moved into place at the end, so an interrupted copy leaves nothing half-done.
+$(VENDOR)/.complete: $(STAMP)
+	rm -rf $(VENDOR).tmp && mkdir -p $(VENDOR).tmp
+	cp -R "$$($(MATHJAX_ES5))" $(VENDOR).tmp/mathjax
+	# Keep the one combined bundle the book loads (tex-chtml.js) and the components it loads on demand.
+	find $(VENDOR).tmp/mathjax -maxdepth 1 -name '*.js' ! -name tex-chtml.js ! -name core.js ! -name loader.js \
+	  ! -name startup.js -delete
+	touch $(VENDOR).tmp/.complete
 	rm -rf $(VENDOR) && mv $(VENDOR).tmp $(VENDOR)
+
+# A browser for the built-book check: $$CHROMIUM, else a system Chromium or Chrome, else Playwright's own Chromium,
+# downloaded on first use only when neither of the others exists.
+browser: $(STAMP)
+	$(BIN)/python -m tests.book.browser --install
 
 book: $(STAMP) $(VENDOR)/.complete
 	$(BIN)/jupyter-book build -W -n --keep-going .
@@ -53,7 +55,7 @@ test-lib: $(STAMP)
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest --nbval-lax --nbval-current-env notebooks -q
 
-test-book: book
+test-book: book browser
 	$(BIN)/python -m pytest tests/book -q
 
 # Both editions of every chapter, executed and graded: full marks for the worked one, zero for the student one.

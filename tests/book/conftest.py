@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
-import shutil
 import threading
 from pathlib import Path
 
 import pytest
+
+from .browser import BrowserNotFound, find_browser
 
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
@@ -25,10 +25,11 @@ CHROMIUM_FLAGS = [
 
 
 def chromium_path() -> str:
-    for candidate in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
-        if candidate and shutil.which(candidate):
-            return shutil.which(candidate)
-    pytest.fail("no Chromium found: install it (Debian: apt-get install chromium) or set CHROMIUM=/path/to/it")
+    """The browser :func:`tests.book.browser.find_browser` picks, or a test failure that says how to get one."""
+    try:
+        return find_browser().path
+    except BrowserNotFound as err:
+        pytest.fail(str(err))
 
 
 @pytest.fixture(scope="session")
