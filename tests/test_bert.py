@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 import torch
 
+from attnconv.analysis import dynamic_kernels, fixed_kernels
 from attnconv.composite import CompositeAttention
+from attnconv.figures.bert_runs import plot_fixed_kernels, plot_sentence_kernels
 from attnconv.lightconv import DepthwiseSeparableConv1d
 from attnconv.models.bert import (BERT_SIZES, VARIANTS, BertClassifier, BertConfig, BertForMaskedLM,
                                   composite_layers)
-from attnconv.viz_text import dynamic_kernels, fixed_kernels, plot_dynamic_kernels, plot_fixed_kernels
 
 TINY = BERT_SIZES["tiny"]
 
@@ -98,7 +99,7 @@ def test_kernel_readers_are_distributions():
     assert (dyn[:, :, 0, :k] == 0).all() and (dyn[:, :, -1, k + 1:] == 0).all()  # no taps outside the sentence
     assert fixed_kernels(_model("absolute")) is None and dynamic_kernels(_model("fixed"), torch.ones(1, 3).long()) is None
     plot_fixed_kernels(fixed, list(range(-k, k + 1)))
-    plot_dynamic_kernels(dyn, [f"t{i}" for i in range(6)], list(range(-k, k + 1)), layer=0, head=1)
+    plot_sentence_kernels(dyn, [f"t{i}" for i in range(6)], list(range(-k, k + 1)), layer=0, head=1)
     with pytest.raises(ValueError, match="one sentence"):
         dynamic_kernels(model, torch.ones(2, 3).long())
 
@@ -125,7 +126,7 @@ def test_errors():
 
 def test_relative_terms_start_nearly_uniform():
     """BERT's N(0, 0.02) init covers the relative bias and tables, so a trained model's kernels are learned."""
-    from attnconv.viz_text import fixed_kernels
+    from attnconv.analysis import fixed_kernels
     torch.manual_seed(0)
     model = BertForMaskedLM(replace(BERT_SIZES["cpu-quick"], variant="composite"))
     kernels = fixed_kernels(model)  # (L, N_h, 2k+1)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from attnconv import space_to_depth
-from attnconv.plotting import show_attention, show_shifted_copies, show_weight_matrices
+from attnconv.figures.image import plot_attention, plot_shifted_copies, plot_weight_matrices
 
 
 def test_space_to_depth_groups_patches():
@@ -34,7 +34,7 @@ def test_space_to_depth_bad_input(shape, block, message):
 
 def test_figures_have_one_panel_per_item():
     image = torch.rand(8, 8, 3)
-    assert len(show_shifted_copies(image, 3).axes) == 9
-    assert len(show_weight_matrices(torch.randn(4, 3, 2, 3)).axes) == 6 + 1  # plus the colour bar
+    assert len(plot_shifted_copies(image, 3).axes) == 9
+    assert len(plot_weight_matrices(torch.randn(4, 3, 2, 3)).axes) == 6 + 1  # plus the colour bar
     probs = torch.softmax(torch.randn(4, 16, 16), -1)
-    assert len(show_attention(probs, (4, 4), (1, 2), image=image).axes) == 5
+    assert len(plot_attention(probs, (4, 4), (1, 2), image=image).axes) == 5

@@ -16,7 +16,7 @@ import torch
 
 from attnconv.data import CropFlip, generated_cifar10
 from attnconv.train.results import load_run, results_table
-from attnconv.viz import (gaussian_contour, plot_accuracy, plot_attention_maps, plot_augmentations,
+from attnconv.figures.vision_runs import (gaussian_contour, plot_accuracy, plot_attention_maps, plot_augmentations,
                           plot_center_trajectories, plot_centers, plot_head_shifts)
 
 

@@ -421,7 +421,7 @@ def pretrain_bert(config: PretrainConfig, out_dir: str | os.PathLike, *, resume:
                 break
     bar.close()
 
-    from ..viz_text import kernel_record
+    from ..analysis import kernel_record
     atomic_write_text(out / "kernels.json", json.dumps(kernel_record(model, data.tokenizer)) + "\n")
     final = {"variant": config.model.variant, "config": config.name, "steps": step,
              "val_loss": history[-1]["val_loss"], "val_acc": history[-1]["val_acc"],

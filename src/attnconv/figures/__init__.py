@@ -1,0 +1,42 @@
+"""The figures of the book. Every function is named ``plot_*``, returns a ``matplotlib.figure.Figure`` and draws
+nothing random.
+
+- :mod:`attnconv.figures.image`: convolution as shifts, attention maps over an image grid, the α sweep (ch. 01-04).
+- :mod:`attnconv.figures.sequence`: relative positions as convolution kernels over a sequence (ch. 05).
+- :mod:`attnconv.figures.vision_runs`: CIFAR-10 runs read back: curves, attention centres and maps (ch. 06).
+- :mod:`attnconv.figures.bert_runs`: BERT runs read back: learned kernels, pre-training curves (ch. 07).
+- :mod:`attnconv.figures.imitation`: the imitation experiment, when present.
+
+Figures only draw: the numbers they show come from :mod:`attnconv.analysis`, :mod:`attnconv.train.results` or
+the maths modules.
+"""
+
+from importlib.util import find_spec as _find_spec
+
+from .bert_runs import plot_fixed_kernels, plot_pretraining_curves, plot_sentence_kernels
+from .image import (plot_attention, plot_error_vs_alpha, plot_gaussian_head, plot_padding, plot_shifted_copies,
+                    plot_weight_matrices)
+from .sequence import (plot_bias_widget_frame, plot_boundary_effect, plot_dynamic_kernels, plot_kernel_and_attention,
+                       plot_kernel_terms, plot_relative_attention_benchmark)
+from .vision_runs import (MASS_LEVELS, gaussian_contour, plot_accuracy, plot_attention_maps, plot_augmentations,
+                          plot_center_trajectories, plot_centers, plot_head_shifts)
+
+__all__ = [
+    # image
+    "plot_shifted_copies", "plot_weight_matrices", "plot_attention", "plot_error_vs_alpha", "plot_gaussian_head",
+    "plot_padding",
+    # sequence
+    "plot_kernel_and_attention", "plot_bias_widget_frame", "plot_dynamic_kernels", "plot_boundary_effect",
+    "plot_kernel_terms", "plot_relative_attention_benchmark",
+    # vision runs
+    "MASS_LEVELS", "gaussian_contour", "plot_accuracy", "plot_augmentations", "plot_centers",
+    "plot_center_trajectories", "plot_attention_maps", "plot_head_shifts",
+    # BERT runs
+    "plot_fixed_kernels", "plot_sentence_kernels", "plot_pretraining_curves",
+]
+
+if _find_spec(f"{__name__}.imitation") is not None:
+    from . import imitation as _imitation
+    from .imitation import *  # noqa: F401,F403
+
+    __all__ += list(getattr(_imitation, "__all__", []))

@@ -1,0 +1,156 @@
+"""Figures of the image chapters (01-04): shifted copies, per-tap weights, attention maps, the α sweep, padding.
+
+Every function returns a ``matplotlib.figure.Figure`` and draws nothing random.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+from torch import Tensor
+
+from ..conv import kernel_shifts, shift
+
+__all__ = [
+    "plot_shifted_copies", "plot_weight_matrices", "plot_attention", "plot_error_vs_alpha", "plot_gaussian_head",
+    "plot_padding",
+]
+
+
+def _as_image(x: Tensor) -> np.ndarray:
+    """``(H, W, C)`` -> an array ``imshow`` draws: RGB scaled to [0, 1], or one channel."""
+    x = x.detach().to(torch.float64).cpu()
+    lo, hi = x.min(), x.max()
+    x = (x - lo) / (hi - lo) if hi > lo else torch.zeros_like(x)
+    return (x if x.shape[-1] == 3 else x[..., 0]).numpy()
+
+
+def plot_shifted_copies(image: Tensor, kernel_size: int, dilation: int = 1) -> Figure:
+    """The K^2 zero-filled shifted copies ``shift(image, Δ)`` that a 'same' K x K convolution reads.
+
+    Args:
+        image: ``(H, W, C)``.
+        kernel_size: K, odd, so that the grid is centred on Δ = (0, 0).
+    """
+    pad = dilation * (kernel_size - 1) // 2
+    fig, axes = plt.subplots(kernel_size, kernel_size, figsize=(1.6 * kernel_size, 1.6 * kernel_size))
+    for (tap, delta), ax in zip(kernel_shifts((kernel_size,) * 2, (dilation,) * 2, (pad,) * 2), axes.flat):
+        ax.imshow(_as_image(shift(image, delta)), cmap="gray", interpolation="nearest")
+        ax.set_title(f"Δ = {delta}", fontsize=8)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.suptitle("shift(X, Δ): the pixel read at offset Δ = key − query", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_weight_matrices(weight: Tensor) -> Figure:
+    """The per-shift matrices W_Δ = ``weight[:, :, i, j].T`` (D_in x D_out) of a 2-D kernel, on the kernel grid."""
+    w = weight.detach().to(torch.float64).cpu()
+    k1, k2 = w.shape[-2:]
+    vmax = float(w.abs().max())
+    fig, axes = plt.subplots(k1, k2, figsize=(1.5 * k2 + 0.8, 1.5 * k1), squeeze=False)
+    for i in range(k1):
+        for j in range(k2):
+            im = axes[i, j].imshow(w[:, :, i, j].T.numpy(), cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+            axes[i, j].set_title(f"tap ({i}, {j})", fontsize=8)
+            axes[i, j].set_xlabel("D_out", fontsize=7)
+            axes[i, j].set_ylabel("D_in", fontsize=7)
+            axes[i, j].set_xticks([])
+            axes[i, j].set_yticks([])
+    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8)
+    fig.suptitle("One D_in x D_out matrix W_Δ per kernel tap", fontsize=10)
+    return fig
+
+
+def plot_attention(probs: Tensor, grid: Sequence[int], query: Sequence[int], image: Tensor | None = None,
+                   titles: Sequence[str] | None = None) -> Figure:
+    """Attention of one query pixel over an image grid, one panel per head.
+
+    Args:
+        probs: ``(N_h, N, N)`` attention probabilities of one image, ``N = H * W``.
+        grid: ``(H, W)``.
+        query: the query pixel ``(row, col)``.
+        image: optional ``(H', W', C)`` image drawn first, for reference.
+    """
+    h, w = grid
+    q = query[0] * w + query[1]
+    maps = probs.detach().to(torch.float64).cpu()[:, q, :].reshape(-1, h, w)
+    panels = maps.shape[0] + (image is not None)
+    fig, axes = plt.subplots(1, panels, figsize=(2.2 * panels, 2.4), squeeze=False)
+    axes = list(axes[0])
+    if image is not None:
+        ax = axes.pop(0)
+        ax.imshow(_as_image(image), interpolation="nearest")
+        ax.set_title("input", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    for head, ax in enumerate(axes):
+        ax.imshow(maps[head].numpy(), cmap="viridis", interpolation="nearest", vmin=0)
+        ax.plot(query[1], query[0], marker="s", mfc="none", mec="red", ms=7)
+        ax.set_title(titles[head] if titles else f"head {head}", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.tight_layout()
+    return fig
+
+
+def plot_error_vs_alpha(alphas: Sequence[float], measured: Sequence[float], bound: Sequence[float],
+                        floor: float | None = None) -> Figure:
+    """Semilog plot of the measured ‖MHSA(X) - Conv(X)‖ against α, with the derived bound drawn over it."""
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    ax.semilogy(alphas, bound, "--", color="black", label="bound 2ε(α) Σ_h max_k ‖X_k W_h‖")
+    ax.semilogy(alphas, measured, "o-", color="tab:blue", ms=4, label="measured max_q ‖MHSA(X)_q − Conv(X)_q‖")
+    if floor is not None:
+        ax.axhline(floor, color="tab:red", lw=0.8, label="hard attention (α → ∞), same dtype")
+    ax.set_xlabel("α (inverse width of every head)")
+    ax.set_ylabel("error")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_gaussian_head(probs: Tensor, grid: Sequence[int], query: Sequence[int], center: Sequence[float],
+                       title: str = "") -> Figure:
+    """One head's attention from one query over a grid, with the query and the head's centre q + Δ marked."""
+    h, w = grid
+    fig, ax = plt.subplots(figsize=(3.4, 3.4))
+    ax.imshow(probs.detach().to(torch.float64).cpu().reshape(h, w).numpy(), cmap="magma", vmin=0)
+    ax.plot(query[1], query[0], "s", mfc="none", mec="cyan", ms=9, label="query q")
+    ax.plot(query[1] + center[1], query[0] + center[0], "+", color="lime", ms=12, mew=2, label="q + Δ")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def plot_padding(input_size: Sequence[int], padding: int, kernel_size: int, query: Sequence[int],
+                 dilation: int = 1) -> Figure:
+    """Pad, attend, crop: the zero-padded canvas, the input on it, and the keys one output pixel's heads read."""
+    h, w = input_size
+    ph, pw = h + 2 * padding, w + 2 * padding
+    canvas = np.zeros((ph, pw))
+    canvas[padding:padding + h, padding:padding + w] = 1.0
+    fig, ax = plt.subplots(figsize=(4.2, 4.2))
+    ax.imshow(canvas, cmap="Greys", vmin=-0.6, vmax=1.6)
+    offset = min(padding, dilation * (kernel_size - 1))
+    qy, qx = query[0] + offset, query[1] + offset
+    for _, (dy, dx) in kernel_shifts((kernel_size,) * 2, (dilation,) * 2, (offset,) * 2):
+        y, x = qy + dy, qx + dx
+        inside = padding <= y < padding + h and padding <= x < padding + w
+        ax.plot(x, y, "o", color="tab:green" if inside else "tab:red", ms=7)
+    ax.plot(qx, qy, "s", mfc="none", mec="tab:blue", ms=12, mew=2)
+    ax.set_xticks(np.arange(-0.5, pw, 1), minor=True)
+    ax.set_yticks(np.arange(-0.5, ph, 1), minor=True)
+    ax.grid(which="minor", color="white", lw=0.5)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title("canvas: input (grey) + zero padding (white)\n"
+                 "keys read: green = image, red = zero padding; square = query", fontsize=8)
+    fig.tight_layout()
+    return fig
