@@ -79,7 +79,7 @@ def test_slices_of_a_global_batch_match(images):
 
 
 def test_bad_inputs():
-    with pytest.raises(ValueError, match="padding must be an integer >= 0"):
+    with pytest.raises(ValueError, match="padding must be a non-negative integer"):
         CropFlip(padding=-1)
     with pytest.raises(ValueError, match=r"images must be \(B, H, W, C\)"):
         normalize(torch.zeros(3, 32, 32, dtype=torch.uint8))

@@ -5,11 +5,17 @@ from __future__ import annotations
 from typing import Sequence
 
 
+def int_at_least(name: str, value: object, minimum: int) -> int:
+    """Return ``value`` if it is an ``int`` (not a ``bool``) and ``>= minimum``, else raise ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        rule = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer of at least {minimum}")
+        raise ValueError(f"{name} must be {rule}, got {value!r}")
+    return value
+
+
 def positive_int(name: str, value: object) -> int:
     """Return ``value`` if it is an ``int`` greater than zero, else raise ``ValueError``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return value
+    return int_at_least(name, value, 1)
 
 
 def int_tuple(name: str, value: int | Sequence[int], dims: int, minimum: int) -> tuple[int, ...]:

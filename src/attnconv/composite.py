@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import positive_int
+from ._checks import int_at_least, positive_int
 from .attention import MultiHeadSelfAttention
 from .lightconv import DepthwiseSeparableConv1d, masked_softmax
 from .positional.base import PositionalLogits
@@ -128,8 +128,7 @@ class CompositeAttention(MultiHeadSelfAttention):
         if not (content or fixed or query_dynamic or key_dynamic):
             raise ValueError("at least one of content, fixed, query_dynamic, key_dynamic must be True")
         embed_dim, num_heads = positive_int("embed_dim", embed_dim), positive_int("num_heads", num_heads)
-        if isinstance(max_distance, bool) or not isinstance(max_distance, int) or max_distance < 0:
-            raise ValueError(f"max_distance must be a non-negative integer, got {max_distance!r}")
+        int_at_least("max_distance", max_distance, 0)
         d_h = head_dim if head_dim is not None else (embed_dim // num_heads if embed_dim % num_heads == 0 else None)
         terms: list[RelativeLogits1d] = []
         fixed_term = query_term = key_term = None

@@ -22,6 +22,7 @@ import math
 import torch
 from torch import nn
 
+from .._checks import int_at_least
 from ..attention import MultiHeadSelfAttention
 from ..composite import RelativeLogitSum
 from ..lightconv import DynamicConv1d, LightweightConv1d, ProjectedConv1d
@@ -93,9 +94,7 @@ def _kernel_radius(terms: list[RelativeLogits1d], max_length: int | None) -> int
     if max_length is None:
         raise ValueError("the kernel has clipped or unbounded tails over the whole sequence: give max_length, "
                          "the longest sequence the convolution must reproduce")
-    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
-        raise ValueError(f"max_length must be a positive integer, got {max_length!r}")
-    return max_length - 1
+    return int_at_least("max_length", max_length, 1) - 1
 
 
 def _value_projection(module: MultiHeadSelfAttention) -> nn.Linear:

@@ -17,7 +17,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from .._checks import positive_int
+from .._checks import int_at_least, positive_int
 
 __all__ = ["CIFAR10_MEAN", "CIFAR10_STD", "CropFlip", "CropFlipParams", "normalize"]
 
@@ -73,9 +73,7 @@ class CropFlip:
 
     def __init__(self, padding: int = 4, flip: bool = True, mean: Sequence[float] = CIFAR10_MEAN,
                  std: Sequence[float] = CIFAR10_STD) -> None:
-        if isinstance(padding, bool) or not isinstance(padding, int) or padding < 0:
-            raise ValueError(f"padding must be an integer >= 0, got {padding!r}")
-        self.padding = padding
+        self.padding = int_at_least("padding", padding, 0)
         self.flip = flip
         self.mean = tuple(mean)
         self.std = tuple(std)

@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 from tokenizers import Tokenizer
 
+from .._checks import int_at_least
 from .cache import load_arrays, save_arrays
 from .corpus import Document
 from .tokenizer import SpecialIds
@@ -124,8 +125,7 @@ class PairExamples:
 
 
 def _check_max_length(max_length: int, minimum: int) -> None:
-    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < minimum:
-        raise ValueError(f"max_length must be an integer of at least {minimum}, got {max_length!r}")
+    int_at_least("max_length", max_length, minimum)
 
 
 def _truncate(a: list[int], b: list[int], budget: int) -> None:

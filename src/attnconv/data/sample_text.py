@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._checks import int_at_least
+
 __all__ = ["write_sample_corpora"]
 
 _SUBJECTS = ("the farmer", "a scientist", "the jury", "our president", "the film", "a small dog", "the council")
@@ -38,8 +40,7 @@ def write_sample_corpora(folder: str | os.PathLike, sentences_per_file: int = 30
         sentences_per_file: sentences in each text file (at least 2).
         seed: seeds the generated text.
     """
-    if isinstance(sentences_per_file, bool) or not isinstance(sentences_per_file, int) or sentences_per_file < 2:
-        raise ValueError(f"sentences_per_file must be an integer of at least 2, got {sentences_per_file!r}")
+    int_at_least("sentences_per_file", sentences_per_file, 2)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import zipfile
 from dataclasses import dataclass
 
+from .._checks import int_at_least
 from .paths import data_root
 
 __all__ = ["ExampleSentence", "example_sentence", "BUILTIN_SENTENCE"]
@@ -61,8 +62,7 @@ def example_sentence(index: int = 0, corpus: str = "brown", min_words: int = 8,
         ValueError: ``index`` is negative or beyond the sentences of the corpus, or the word limits are empty.
         RuntimeError: the zip exists but cannot be read.
     """
-    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-        raise ValueError(f"index must be a non-negative integer, got {index!r}")
+    int_at_least("index", index, 0)
     if not 1 <= min_words <= max_words:
         raise ValueError(f"min_words and max_words must satisfy 1 ≤ min_words ≤ max_words, got {min_words}, {max_words}")
     root = data_root()

@@ -17,6 +17,8 @@ from typing import Iterable, Sequence
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+from .._checks import int_at_least
+
 __all__ = ["SPECIAL_TOKENS", "SpecialIds", "load_or_train_tokenizer", "load_tokenizer", "save_tokenizer",
            "special_ids", "train_wordpiece"]
 
@@ -62,10 +64,8 @@ def train_wordpiece(sentences: Iterable[str], vocab_size: int = 8000, min_freque
     Raises:
         ValueError: ``vocab_size`` < 100 or ``min_frequency`` < 1.
     """
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 100:
-        raise ValueError(f"vocab_size must be an integer of at least 100, got {vocab_size!r}")
-    if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 1:
-        raise ValueError(f"min_frequency must be a positive integer, got {min_frequency!r}")
+    int_at_least("vocab_size", vocab_size, 100)
+    int_at_least("min_frequency", min_frequency, 1)
     tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()

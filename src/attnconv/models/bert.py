@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._checks import positive_int
+from .._checks import int_at_least, positive_int
 from ..attention import MultiHeadSelfAttention
 from ..composite import CompositeAttention
 from ..positional.sequence import KeyRelativeLogits, QueryRelativeLogits, RelativePositionBias
@@ -114,8 +114,7 @@ class BertConfig:
             raise ValueError(f"hidden_dim ({self.hidden_dim}) must be divisible by num_heads ({self.num_heads})")
         if self.variant not in VARIANTS:
             raise ValueError(f"variant must be one of {tuple(VARIANTS)}, got {self.variant!r}")
-        if isinstance(self.max_distance, bool) or not isinstance(self.max_distance, int) or self.max_distance < 1:
-            raise ValueError(f"max_distance must be a positive integer, got {self.max_distance!r}")
+        int_at_least("max_distance", self.max_distance, 1)
         if not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if not 0 <= self.pad_id < self.vocab_size:

@@ -26,7 +26,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from .._checks import positive_int
+from .._checks import int_at_least, positive_int
 from ..lightconv import odd_kernel_size
 from .base import PositionalLogits
 
@@ -47,9 +47,7 @@ FRAMES = ("query", "key")
 
 
 def _non_negative_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    return value
+    return int_at_least(name, value, 0)
 
 
 def _rows(rows: slice | None, n: int) -> tuple[int, int]:
