@@ -52,6 +52,31 @@ def test_student_edition_hides_every_solution(md):
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
     assert "google.colab" in text, "the Colab install cell is kept"
     assert f"student/{md.stem}.ipynb" in nb.cells[0].source, "the Colab link points at the student path"
+    stubs = [c for c in nb.cells if "raise NotImplementedError()" in c.source]
+    assert all("hide-cell" not in c.metadata.get("tags", []) for c in stubs), "a student stub folded away"
+
+
+def test_book_folds_solution_code_but_student_stub_stays_in_view(tmp_path):
+    chapter = tmp_path / "01_x.md"
+    chapter.write_text(textwrap.dedent("""\
+        ```{code-cell} ipython3
+        ---
+        tags: [hide-cell, nbval-ignore-output]
+        ---
+        ### BEGIN SOLUTION
+        x = 1
+        ### END SOLUTION
+        ```
+
+        ```{code-cell} ipython3
+        :tags: [hide-cell]
+
+        shown = "an ordinary folded cell keeps its tag"
+        ```
+        """))
+    cells = [c for c in student_notebook(chapter).cells if c.cell_type == "code"]
+    assert cells[0].metadata["tags"] == ["nbval-ignore-output"]
+    assert cells[1].metadata["tags"] == ["hide-cell"]
 
 
 def test_strip_solutions_keeps_indentation_and_code_around():

@@ -5,6 +5,7 @@ From each worked chapter ``notebooks/NN_name.md`` it writes ``student/NN_name.ip
 - every region between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` replaced by ``# YOUR CODE HERE`` and
   ``raise NotImplementedError()`` (kept at the region's indentation);
 - every cell tagged ``solution`` removed, and every written ``{solution}`` block removed from the text;
+- the book's folding tags (``hide-cell``, ...) dropped from solution cells, so that a student's stub is in view;
 - no outputs, and stable cell ids, so that regenerating an unchanged chapter gives identical files;
 - the hidden Colab install cell kept, and a first cell linking to this notebook's own Colab address.
 
@@ -28,6 +29,7 @@ __all__ = [
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
+_READER_FOLDS = ("hide-cell", "hide-input", "hide-output")
 DEFAULT_REPOSITORY = "https://github.com/attnconv/attnconv"
 _SOLUTION_BLOCK = re.compile(r"^:::\{solution\}.*?^:::[ \t]*\n?", re.MULTILINE | re.DOTALL)
 _EXERCISE_BLOCK = re.compile(r"^:::\{exercise\}[^\n]*\n:label: (\S+)\n+(.*?)\n:::[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -81,6 +83,8 @@ def student_notebook(chapter: Path, repository: str = DEFAULT_REPOSITORY, folder
             continue
         if cell.cell_type == "code":
             new = nbformat.v4.new_code_cell(strip_solutions(cell.source))
+            if BEGIN in cell.source:  # the book folds worked solutions; a student's stub stays in view
+                tags = [t for t in tags if t not in _READER_FOLDS]
             if tags:
                 new.metadata["tags"] = list(tags)
         else:
