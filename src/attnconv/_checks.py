@@ -26,3 +26,40 @@ def int_tuple(name: str, value: int | Sequence[int], dims: int, minimum: int) ->
     if any(v < minimum for v in values):
         raise ValueError(f"{name} must be >= {minimum} in every dimension, got {value!r}")
     return values
+
+
+def available_device(name: str, device: object) -> "torch.device | None":
+    """Return ``device`` as a ``torch.device`` (``None`` stays ``None``) if this machine has it, else raise
+    ``ValueError``: a CUDA device needs CUDA, and "cuda:i" needs at least i + 1 GPUs."""
+    import torch
+
+    if device is None:
+        return None
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(f"{name} must be a torch device such as 'cpu', 'cuda' or 'cuda:0', got {device!r}") from err
+    if dev.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ValueError(f"{name}={device!r} needs CUDA, but this machine has no CUDA device")
+        if dev.index is not None and dev.index >= count:
+            raise ValueError(f"{name}={device!r} names GPU {dev.index}, but this machine has {count}")
+    return dev
+
+
+def floating_input(name: str, x: object, dtype: "torch.dtype") -> None:
+    """Raise ``TypeError`` unless ``x`` is a floating-point tensor of the module's ``dtype``.
+
+    Under autocast the module's parameters and its input may differ by design, so only the floating-point rule
+    is checked there.
+    """
+    import torch
+
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got {x.dtype}")
+    if x.dtype != dtype and not torch.is_autocast_enabled(x.device.type):
+        raise TypeError(f"{name} has dtype {x.dtype} but the module's parameters are {dtype}: convert one of "
+                        f"them (module.to({x.dtype}) or x.to({dtype}))")

@@ -10,6 +10,8 @@ and the layer concatenates the heads and projects them:
     MHSA(X) = concat_h[SA^(h)(X)] W_out + b_out                                (N x D_out).
 
 P^(h) is an optional relative-position term from :mod:`attnconv.positional` and M is -inf on padded keys.
+A padded token's key and value are set to zero after the projections, so nothing it holds (not even NaN) reaches
+an unpadded token's output; its own output (a padded query) is computed as in ``torch.nn.MultiheadAttention``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import positive_int
+from ._checks import floating_input, positive_int
+from .lightconv import masked_softmax
 from .positional.base import PositionalLogits
 
 __all__ = ["MultiHeadSelfAttention"]
@@ -182,6 +185,13 @@ class MultiHeadSelfAttention(nn.Module):
         merged = heads.transpose(1, 2).reshape(b, -1, self.num_heads * self.head_dim)
         return self.out_proj(merged).view(b, *grid, self.out_dim)
 
+    @staticmethod
+    def zero_padded(k: Tensor | None, v: Tensor, key_padding_mask: Tensor) -> tuple[Tensor | None, Tensor]:
+        """Keys and values ``(B, N_h or 1, N, D_h)`` with zeros at padded tokens: a masked logit is then exactly
+        -inf and a masked value exactly 0, whatever the padded token held (NaN included)."""
+        padded = key_padding_mask.reshape(v.shape[0], 1, -1, 1)  # (B, 1, N, 1)
+        return (None if k is None else k.masked_fill(padded, 0.0)), v.masked_fill(padded, 0.0)
+
     def padding_bias(self, key_padding_mask: Tensor, x_shape: torch.Size, dtype: torch.dtype) -> Tensor:
         """Check a boolean key padding mask and turn it into an additive ``(B, 1, 1, N)`` bias."""
         if key_padding_mask.dtype != torch.bool:
@@ -211,14 +221,16 @@ class MultiHeadSelfAttention(nn.Module):
             ``(out, probs)``: ``out`` is ``(B, N, D_out)`` or ``(B, H, W, D_out)``; ``probs`` is
             ``(B, N_h, N, N)`` if ``need_weights`` else ``None``.
         """
-        if x.dim() not in (3, 4):
-            raise ValueError(f"x must be (B, N, C) or (B, H, W, C), got shape {tuple(x.shape)}")
-        if x.shape[-1] != self.embed_dim:
-            raise ValueError(f"x must have embed_dim={self.embed_dim} channels in its last dim, got {x.shape[-1]}")
-        grid = tuple(x.shape[1:-1])
-        tokens = x.reshape(x.shape[0], -1, self.embed_dim)  # (B, N, C)
+        grid = self.check_input(x)
         pad = None if key_padding_mask is None else self.padding_bias(key_padding_mask, x.shape, x.dtype)
+        if x.shape[0] == 0:  # an empty batch: nothing to attend over, an empty output
+            out = self.out_proj(x.new_zeros(0, self.num_heads * self.head_dim)).view(0, *grid, self.out_dim)
+            n = math.prod(grid)
+            return out, (x.new_zeros(0, self.num_heads, n, n) if need_weights else None)
+        tokens = x.reshape(x.shape[0], -1, self.embed_dim)  # (B, N, C)
         q, k, v = self.project(tokens)  # (B, N_h, N, D_h) each
+        if key_padding_mask is not None:
+            k, v = self.zero_padded(k, v, key_padding_mask)
         p_drop = self.dropout if self.training else 0.0
 
         if self.content and not need_weights:
@@ -234,13 +246,30 @@ class MultiHeadSelfAttention(nn.Module):
             if axes is not None:  # P^(h) = P_1 ⊗ P_2 ⊗ ...: attend one axis at a time, never forming N x N
                 return self.merge_heads(attend_factorized(axes, v, grid), grid), None
 
-        probs = torch.softmax(self.logits(grid, q, k, pad), dim=-1)  # (N_h, N, N) or (B, N_h, N, N)
+        logits = self.logits(grid, q, k, pad)  # (N_h, N, N) or (B, N_h, N, N)
+        # A padded query may see no key at all (a window or causal mask plus padding): zeros, not NaN, there.
+        probs = masked_softmax(logits) if pad is not None else torch.softmax(logits, dim=-1)
         attended = F.dropout(probs, p_drop) if p_drop else probs
         heads = attended @ v  # broadcasts a batch-free (N_h, N, N) over the batch: computed once
         out = self.merge_heads(heads, grid)
         if not need_weights:
             return out, None
         return out, probs.expand(x.shape[0], *probs.shape[-3:])
+
+    def check_input(self, x: Tensor) -> tuple[int, ...]:
+        """Check ``x`` (shape, at least one token, a floating dtype equal to the parameters') and return its grid."""
+        if not isinstance(x, Tensor):
+            raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+        if x.dim() not in (3, 4):
+            raise ValueError(f"x must be (B, N, C) or (B, H, W, C), got shape {tuple(x.shape)}")
+        if x.shape[-1] != self.embed_dim:
+            raise ValueError(f"x must have embed_dim={self.embed_dim} channels in its last dim, got {x.shape[-1]}")
+        grid = tuple(x.shape[1:-1])
+        if 0 in grid:
+            raise ValueError(f"x must hold at least one token (every grid size >= 1), got grid {grid}: "
+                             "a softmax over no keys is undefined")
+        floating_input("x", x, self.out_proj.weight.dtype)
+        return grid
 
     def extra_repr(self) -> str:
         return (

@@ -9,7 +9,13 @@ Head h's logits are a sum of terms, each switched on by a flag:
 
 with δ = clip(j - i, -k, k). Every term is a kernel on the logits, so composite attention is a softmax of a
 sum of convolution kernels (chapter 05). The query, key and value projections can be depthwise-separable
-convolutions (``conv_projections``), the other injection point of the paper.
+convolutions (``conv_projections``), the other injection point of the paper; as in Chang et al.'s code, they can
+put a GELU between their depthwise and pointwise steps (``conv_activation="gelu"``) and can cover only half of
+the heads (``mixed_projections``). Their ``convolution`` variant adds a depthwise convolution of the values to the
+attention's context, times a learned scalar (``value_conv``).
+
+The offsets are key minus query, δ = j - i. Chang et al.'s code indexes the key-dependent table by query minus
+key, so their table is this layer's ``key_term.embedding`` with its rows reversed.
 
 The layer takes any length N ≤ ``max_length`` and a padding mask, with or without the content term. It never
 builds a per-batch or per-head index: each relative term is a band ``(..., N, 2k+1)`` spread over the logits
@@ -28,7 +34,7 @@ from torch import Tensor, nn
 
 from ._checks import int_at_least, positive_int
 from .attention import MultiHeadSelfAttention
-from .lightconv import DepthwiseSeparableConv1d, masked_softmax
+from .lightconv import DepthwiseSeparableConv1d, masked_softmax, odd_kernel_size
 from .positional.base import PositionalLogits
 from .positional.sequence import (
     KeyRelativeLogits,
@@ -39,7 +45,7 @@ from .positional.sequence import (
     relative_index,
 )
 
-__all__ = ["RelativeLogitSum", "CompositeAttention", "CONV_PROJECTIONS"]
+__all__ = ["RelativeLogitSum", "CompositeAttention", "MixedProjection", "CONV_PROJECTIONS"]
 
 CONV_PROJECTIONS = ("query", "key", "value")
 CHUNK_LOGITS = 2**19  # logits per chunk when query_chunk is None (2 MiB in float32)
@@ -73,6 +79,44 @@ class RelativeLogitSum(PositionalLogits):
         return out
 
 
+class MixedProjection(nn.Module):
+    """A projection whose first heads are a depthwise-separable convolution and whose other heads are linear.
+
+    Chang et al.'s "mixed" convolutional projections: of the N_h heads' query (key, value) channels, those of the
+    first ``conv_heads`` heads come from a :class:`~attnconv.lightconv.DepthwiseSeparableConv1d` and the rest from
+    an ``nn.Linear``.
+
+    Args:
+        in_channels: C.
+        head_dim: D_h.
+        num_heads: N_h.
+        conv_heads: how many heads (the first ones) are convolutional, 1 ≤ ``conv_heads`` < N_h.
+        kernel_size, bias, activation: as in :class:`~attnconv.lightconv.DepthwiseSeparableConv1d`.
+
+    Shapes:
+        x: ``(B, N, C)`` -> ``(B, N, N_h D_h)``, head-major like ``nn.Linear(C, N_h D_h)``.
+    """
+
+    def __init__(self, in_channels: int, head_dim: int, num_heads: int, conv_heads: int, kernel_size: int,
+                 bias: bool = True, activation: str | None = None) -> None:
+        super().__init__()
+        positive_int("num_heads", num_heads)
+        if isinstance(conv_heads, bool) or not isinstance(conv_heads, int) or not 1 <= conv_heads < num_heads:
+            raise ValueError(f"conv_heads must be an int in [1, num_heads={num_heads}), got {conv_heads!r}: "
+                             "mixed projections need some convolutional and some linear heads")
+        split = conv_heads * positive_int("head_dim", head_dim)
+        self.conv_heads = conv_heads
+        self.conv = DepthwiseSeparableConv1d(in_channels, split, kernel_size, bias, activation)
+        self.linear = nn.Linear(in_channels, (num_heads - conv_heads) * head_dim, bias=bias)
+        self.out_features = num_heads * head_dim
+
+    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
+        return torch.cat([self.conv(x, key_padding_mask), self.linear(x)], dim=-1)
+
+    def extra_repr(self) -> str:
+        return f"conv_heads={self.conv_heads}"
+
+
 class CompositeAttention(MultiHeadSelfAttention):
     """Multi-head self-attention whose logits are content plus fixed and dynamic convolution kernels.
 
@@ -91,13 +135,24 @@ class CompositeAttention(MultiHeadSelfAttention):
             kernel is finite, instead of clipping.
         conv_projections: which of ``"query"``, ``"key"``, ``"value"`` are
             :class:`~attnconv.lightconv.DepthwiseSeparableConv1d` instead of ``nn.Linear``.
-        conv_kernel_size: kernel size of those convolutions (odd).
+        conv_kernel_size: kernel size of those convolutions (odd), and of the ``value_conv`` branch.
+        conv_activation: ``None`` or ``"gelu"``: a GELU between the depthwise and pointwise steps of the
+            convolutional projections (Chang et al.'s default). The projection is then not linear, so it has no
+            convolution or attention counterpart; ``None`` keeps it one ``nn.Conv1d``.
+        mixed_projections: the convolutional projections cover only the first N_h // 2 heads; the other heads
+            keep ``nn.Linear`` (:class:`MixedProjection`, Chang et al.'s "mixed"). Needs N_h ≥ 2.
+        value_conv: add a depthwise convolution of the values (one ``conv_kernel_size`` kernel per value channel,
+            zero padding, padded tokens read as zeros) to the attention's context, times a learned scalar γ that
+            starts at 0, so that the layer starts as plain composite attention (Chang et al.'s ``convolution``).
+            The kernel is signed and unnormalised, so the branch is no attention head; with position-only logits
+            the layer is the sum of a lightweight and a depthwise convolution.
         head_dim, bias, dropout: as in :class:`~attnconv.attention.MultiHeadSelfAttention`.
         query_chunk: T, queries per chunk, bounding temporaries to ``(B, N_h, T, N)``. ``None`` (default) picks
             T = max(64, 2^19 / (B N_h N)): one chunk for small inputs, 64-row chunks for large ones.
 
     Attributes:
         fixed_term, query_term, key_term: the relative modules, or ``None`` when switched off.
+        value_conv: ``nn.Conv1d(N_h D_h, N_h D_h, K, groups=N_h D_h)`` and ``value_conv_scale`` γ, or ``None``.
 
     Shapes:
         x: ``(B, N, C)``, N ≤ ``max_length``; ``key_padding_mask``: bool ``(B, N)``, ``True`` on padding. Output
@@ -120,6 +175,9 @@ class CompositeAttention(MultiHeadSelfAttention):
         window: bool = False,
         conv_projections: Sequence[str] = (),
         conv_kernel_size: int = 3,
+        conv_activation: str | None = None,
+        mixed_projections: bool = False,
+        value_conv: bool = False,
         head_dim: int | None = None,
         bias: bool = True,
         dropout: float = 0.0,
@@ -153,10 +211,26 @@ class CompositeAttention(MultiHeadSelfAttention):
         self.window = window
         self.max_length = positive_int("max_length", max_length)
         self.query_chunk = None if query_chunk is None else positive_int("query_chunk", query_chunk)
-        self.conv_projections = self._convolve_projections(conv_projections, conv_kernel_size, bias)
+        odd_kernel_size(conv_kernel_size)
+        self.conv_activation = conv_activation
+        self.mixed_projections = bool(mixed_projections)
+        if self.mixed_projections and (num_heads < 2 or not conv_projections):
+            raise ValueError("mixed_projections needs num_heads >= 2 and some conv_projections: half of the heads "
+                             "are convolutional, the other half linear")
+        self.conv_projections = self._convolve_projections(conv_projections, conv_kernel_size, bias,
+                                                           conv_activation)
+        inner = self.num_heads * self.head_dim
+        self.value_conv = nn.Conv1d(inner, inner, conv_kernel_size, padding=conv_kernel_size // 2, groups=inner,
+                                    bias=False) if value_conv else None
+        self.value_conv_scale = nn.Parameter(torch.zeros(())) if value_conv else None
 
-    def _convolve_projections(self, names: Sequence[str], kernel_size: int, bias: bool) -> tuple[str, ...]:
+    def _convolve_projections(self, names: Sequence[str], kernel_size: int, bias: bool,
+                              activation: str | None) -> tuple[str, ...]:
+        if isinstance(names, str):
+            raise ValueError(f"conv_projections must be a sequence of names from {CONV_PROJECTIONS}, got {names!r}")
         names = tuple(names)
+        if activation is not None and not names:
+            raise ValueError("conv_activation applies to convolutional projections: name some conv_projections")
         for name in names:
             if name not in CONV_PROJECTIONS:
                 raise ValueError(f"conv_projections must name some of {CONV_PROJECTIONS}, got {name!r}")
@@ -165,7 +239,12 @@ class CompositeAttention(MultiHeadSelfAttention):
             if linear is None:
                 raise ValueError(f"conv_projections names {name!r}, but this layer computes no {name}s "
                                  "(switch on content or a term that uses them)")
-            setattr(self, attr, DepthwiseSeparableConv1d(self.embed_dim, linear.out_features, kernel_size, bias))
+            if self.mixed_projections:
+                conv = MixedProjection(self.embed_dim, linear.out_features // self.num_heads, self.num_heads,
+                                       self.num_heads // 2, kernel_size, bias, activation)
+            else:
+                conv = DepthwiseSeparableConv1d(self.embed_dim, linear.out_features, kernel_size, bias, activation)
+            setattr(self, attr, conv)
         return names
 
     @property
@@ -174,11 +253,9 @@ class CompositeAttention(MultiHeadSelfAttention):
         return [] if self.positional is None else list(self.positional.terms)
 
     def _check_input(self, x: Tensor) -> int:
-        if x.dim() != 3:
+        if isinstance(x, Tensor) and x.dim() != 3:
             raise ValueError(f"x must be (B, N, C): CompositeAttention works on sequences, got shape {tuple(x.shape)}")
-        if x.shape[-1] != self.embed_dim:
-            raise ValueError(f"x must have embed_dim={self.embed_dim} channels in its last dim, got {x.shape[-1]}")
-        n = x.shape[1]
+        n = self.check_input(x)[0]  # shape, N >= 1, dtype
         if n > self.max_length:
             raise ValueError(f"sequence length N={n} exceeds max_length={self.max_length}")
         return n
@@ -198,9 +275,13 @@ class CompositeAttention(MultiHeadSelfAttention):
         """
         n = self._check_input(x)
         pad = None if key_padding_mask is None else self.padding_bias(key_padding_mask, x.shape, x.dtype)
+        if x.shape[0] == 0:  # an empty batch: an empty output
+            return MultiHeadSelfAttention.forward(self, x, key_padding_mask, need_weights)
         if pad is not None and self.conv_projections:
             x = x.masked_fill(key_padding_mask[..., None], 0.0)  # padding reads as a convolution's zero padding
         q, k, v = self.project(x)  # (B, N_h, N, D_h), or None when unused
+        if pad is not None:
+            k, v = self.zero_padded(k, v, key_padding_mask)  # nothing a padded token holds reaches the others
         # Contiguous once, so that no chunk copies (and keeps for backward) its own copy of Q, K or V.
         q = None if q is None else q.contiguous()
         kt = None if k is None else k.transpose(-2, -1).contiguous()  # (B, N_h, D_h, N)
@@ -231,11 +312,22 @@ class CompositeAttention(MultiHeadSelfAttention):
             if need_weights:
                 weights.append(probs)
         heads = heads[0] if len(heads) == 1 else torch.cat(heads, dim=-2)  # (B, N_h, N, D_h); frees the chunks
+        if self.value_conv is not None:
+            heads = heads + self.value_conv_scale * self.convolve_values(v)
         out = self.merge_heads(heads, (n,))
         if not need_weights:
             return out, None
         probs = weights[0] if len(weights) == 1 else torch.cat(weights, dim=-2)
         return out, probs.expand(x.shape[0], *probs.shape[-3:])
+
+    def convolve_values(self, v: Tensor) -> Tensor:
+        """The ``value_conv`` branch before γ: each value channel convolved over the sequence, zeros outside.
+
+        ``v``: ``(B, N_h, N, D_h)`` (padded tokens already zero) -> ``(B, N_h, N, D_h)``.
+        """
+        b, h, n, d = v.shape
+        channels_first = v.permute(0, 1, 3, 2).reshape(b, h * d, n)  # (B, N_h D_h, N), head-major channels
+        return self.value_conv(channels_first).view(b, h, d, n).permute(0, 1, 3, 2)
 
     def _chunk_logits(self, rows: slice, n: int, q_rows: Tensor | None, kt: Tensor | None,
                       bands: dict[str, Tensor | None], index: Tensor, pad: Tensor | None) -> Tensor:
@@ -280,4 +372,6 @@ class CompositeAttention(MultiHeadSelfAttention):
                                        ("key_dynamic", self.key_term is not None)) if on]
         return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, head_dim={self.head_dim}, "
                 f"max_distance={self.max_distance}, max_length={self.max_length}, terms={'+'.join(flags)}, "
-                f"window={self.window}, conv_projections={self.conv_projections}, dropout={self.dropout}")
+                f"window={self.window}, conv_projections={self.conv_projections}, "
+                f"conv_activation={self.conv_activation!r}, mixed_projections={self.mixed_projections}, "
+                f"value_conv={self.value_conv is not None}, dropout={self.dropout}")

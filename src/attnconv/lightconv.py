@@ -15,7 +15,18 @@ the kernel β_i that token i applies (the same for every i in the lightweight ca
 convolution (``boundary="zeros"``, Wu et al.) reads zeros there and so loses that part of the kernel's mass.
 A boundary-renormalised convolution (``boundary="renormalize"``) takes the softmax over the taps that exist,
 which is exactly what an attention softmax does (chapter 05). Padded keys (``key_padding_mask``) are treated
-like positions outside the sequence.
+like positions outside the sequence, and a padded token's features are read as zeros, so padding never changes
+an unpadded token's output (even a NaN in a padded token).
+
+**The reference's options.** As in fairseq's implementation of Wu et al.: ``weight_softmax=False`` uses the raw,
+signed kernel w (no softmax; only with zero padding); ``causal=True`` places the K taps on the past,
+δ = -(K-1)..0 (fairseq's ``padding_l = K - 1``, for decoders; any K ≥ 1), and the general rule is that tap t
+reads offset δ = t - ``padding_l``; a bias on the output (``bias`` of :class:`LightweightConv1d`,
+``conv_bias`` of :class:`DynamicConv1d`). Their attention-side counterparts are in
+:mod:`attnconv.construct.sequence`: a causal kernel is causal windowed relative-bias attention, a bias is the
+output projection's bias, and a signed kernel has no softmax counterpart (attention weights are positive and sum
+to one); it is instead the dense convolution :meth:`LightweightConv1d.to_conv1d`, which Theorem 1 turns into
+attention with one hard head per tap.
 
 Tensors are channels-last, ``(B, N, C)``; channel c belongs to head ``c // (C / N_h)``, as in
 :class:`~attnconv.attention.MultiHeadSelfAttention`.
@@ -27,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import positive_int
+from ._checks import available_device, floating_input, positive_int
 
 __all__ = [
     "BOUNDARIES",
@@ -39,9 +50,11 @@ __all__ = [
     "DynamicConv1d",
     "DepthwiseSeparableConv1d",
     "ProjectedConv1d",
+    "ACTIVATIONS",
 ]
 
 BOUNDARIES = ("zeros", "renormalize")
+ACTIVATIONS = (None, "gelu")  # between the depthwise and pointwise steps of a DepthwiseSeparableConv1d
 
 
 def odd_kernel_size(kernel_size: int) -> int:
@@ -58,9 +71,20 @@ def _boundary(boundary: str) -> str:
     return boundary
 
 
-def _check_tokens(x: Tensor, embed_dim: int, name: str = "x") -> None:
+def _check_tokens(x: Tensor, embed_dim: int, name: str = "x", dtype: torch.dtype | None = None) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if x.dim() != 3 or x.shape[-1] != embed_dim:
         raise ValueError(f"{name} must be (B, N, C) with C=embed_dim={embed_dim}, got shape {tuple(x.shape)}")
+    if dtype is not None:
+        floating_input(name, x, dtype)
+
+
+def _padding_l(kernel_size: int, causal: bool) -> int:
+    """How many taps read the past: k for a centred odd kernel 2k+1, K - 1 for a causal one."""
+    if causal:
+        return positive_int("kernel_size", kernel_size) - 1
+    return odd_kernel_size(kernel_size)
 
 
 def _check_mask(key_padding_mask: Tensor | None, x: Tensor) -> None:
@@ -74,26 +98,38 @@ def _check_mask(key_padding_mask: Tensor | None, x: Tensor) -> None:
 
 
 def tap_mask(n: int, kernel_size: int, key_padding_mask: Tensor | None = None,
-             device: torch.device | None = None) -> Tensor:
+             device: torch.device | None = None, padding_l: int | None = None) -> Tensor:
     """Which taps of each token's kernel read nothing: a position outside the sequence, or a padded key.
 
     Args:
         n: N, the sequence length.
-        kernel_size: 2k+1.
+        kernel_size: K (2k+1 when ``padding_l`` is not given).
         key_padding_mask: optional bool ``(B, N)``, ``True`` on padding.
+        padding_l: taps that read the past (tap t reads offset t - ``padding_l``); default k, a centred kernel.
+            K - 1 is a causal kernel.
 
     Returns:
-        bool ``(B, 1, N, 2k+1)`` (``B = 1`` without a mask): ``True`` where tap t of token i reads i + t - k
-        and that position is outside ``[0, N)`` or padded. It broadcasts over the heads of a band.
+        bool ``(B, 1, N, K)`` (``B = 1`` without a mask): ``True`` where tap t of token i reads
+        i + t - ``padding_l`` and that position is outside ``[0, N)`` or padded. It broadcasts over the heads of
+        a band.
     """
-    k = odd_kernel_size(kernel_size)
+    n = positive_int("n", n)
+    if padding_l is None:
+        padding_l = odd_kernel_size(kernel_size)
+    else:
+        positive_int("kernel_size", kernel_size)
+        if isinstance(padding_l, bool) or not isinstance(padding_l, int) or not 0 <= padding_l < kernel_size:
+            raise ValueError(f"padding_l must be an int in [0, kernel_size={kernel_size}), got {padding_l!r}")
+    device = available_device("device", device)
     if key_padding_mask is not None:
         device = key_padding_mask.device
-    read = torch.arange(n, device=device)[:, None] + torch.arange(-k, k + 1, device=device)  # (N, K): i + t - k
+    taps = torch.arange(kernel_size, device=device) - padding_l
+    read = torch.arange(n, device=device)[:, None] + taps  # (N, K): i + t - padding_l
     if key_padding_mask is None:
         return ((read < 0) | (read >= n))[None, None]
-    padded = F.pad(key_padding_mask, (k, k), value=True)  # (B, N + 2k): out of range counts as padding
-    return padded[:, read + k][:, None]  # (B, 1, N, K)
+    right = kernel_size - 1 - padding_l
+    padded = F.pad(key_padding_mask, (padding_l, right), value=True)  # out of range counts as padding
+    return padded[:, read + padding_l][:, None]  # (B, 1, N, K)
 
 
 def masked_softmax(logits: Tensor, dim: int = -1) -> Tensor:
@@ -108,60 +144,76 @@ def masked_softmax(logits: Tensor, dim: int = -1) -> Tensor:
     return torch.softmax(logits.masked_fill(dead, 0.0), dim).masked_fill(dead, 0.0)
 
 
-def apply_band(x: Tensor, band: Tensor) -> Tensor:
-    """Depthwise convolution with a per-token kernel: ``out_i = Σ_t band_{i,t} ⊙ X_{i+t-k}``, zeros outside.
+def apply_band(x: Tensor, band: Tensor, padding_l: int | None = None) -> Tensor:
+    """Depthwise convolution with a per-token kernel: ``out_i = Σ_t band_{i,t} ⊙ X_{i+t-p}``, zeros outside.
 
-    Computed as a sum of 2k+1 shifted copies of ``x`` (chapter 01's convolution as shifts); no ``(N, 2k+1, C)``
+    Computed as a sum of K shifted copies of ``x`` (chapter 01's convolution as shifts); no ``(N, K, C)``
     unfolding is materialised.
 
     Args:
         x: ``(B, N, C)``, with C divisible by N_h.
-        band: ``(B or 1, N_h, N or 1, 2k+1)``: head h's kernel at token i (a middle size of 1 is one kernel for
+        band: ``(B or 1, N_h, N or 1, K)``: head h's kernel at token i (a middle size of 1 is one kernel for
             every token).
+        padding_l: p, the taps that read the past; default k for an odd K = 2k+1 (a centred kernel); K - 1 is
+            a causal kernel.
 
     Returns:
         ``(B, N, C)``: head h's channels of token i mixed by ``band[:, h, i]``.
     """
     if x.dim() != 3 or band.dim() != 4:
-        raise ValueError(f"x must be (B, N, C) and band (B, N_h, N, 2k+1), got {tuple(x.shape)} and "
+        raise ValueError(f"x must be (B, N, C) and band (B, N_h, N, K), got {tuple(x.shape)} and "
                          f"{tuple(band.shape)}")
     b, n, c = x.shape
     heads, kernel_size = band.shape[1], band.shape[-1]
-    k = odd_kernel_size(kernel_size)
+    if padding_l is None:
+        padding_l = odd_kernel_size(kernel_size)
+    elif isinstance(padding_l, bool) or not isinstance(padding_l, int) or not 0 <= padding_l < kernel_size:
+        raise ValueError(f"padding_l must be an int in [0, K={kernel_size}), got {padding_l!r}")
     if c % heads:
         raise ValueError(f"x has {c} channels, not divisible by the band's {heads} heads")
     if band.shape[0] not in (1, b) or band.shape[2] not in (1, n):
-        raise ValueError(f"band must be (1 or B={b}, N_h, 1 or N={n}, 2k+1), got {tuple(band.shape)}")
-    xs = F.pad(x.view(b, n, heads, c // heads), (0, 0, 0, 0, k, k))  # (B, N + 2k, N_h, D_h)
+        raise ValueError(f"band must be (1 or B={b}, N_h, 1 or N={n}, K), got {tuple(band.shape)}")
+    right = kernel_size - 1 - padding_l
+    xs = F.pad(x.reshape(b, n, heads, c // heads), (0, 0, 0, 0, padding_l, right))  # (B, N + K - 1, N_h, D_h)
     weights = band.permute(0, 2, 1, 3)  # (B, N, N_h, K)
     out = x.new_zeros(b, n, heads, c // heads)
     for t in range(kernel_size):
-        out = out + weights[..., t, None] * xs[:, t : t + n]  # tap t reads offset δ = t - k
+        out = out + weights[..., t, None] * xs[:, t : t + n]  # tap t reads offset δ = t - padding_l
     return out.reshape(b, n, c)
 
 
 class _HeadKernelConv1d(nn.Module):
     """What lightweight and dynamic convolutions share: heads over channel groups, odd kernels, the boundary rule."""
 
-    def __init__(self, embed_dim: int, num_heads: int, kernel_size: int, boundary: str, weight_dropout: float) -> None:
+    def __init__(self, embed_dim: int, num_heads: int, kernel_size: int, boundary: str, weight_dropout: float,
+                 weight_softmax: bool = True, causal: bool = False) -> None:
         super().__init__()
         self.embed_dim = positive_int("embed_dim", embed_dim)
         self.num_heads = positive_int("num_heads", num_heads)
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
-        self.max_distance = odd_kernel_size(kernel_size)
+        self.causal = bool(causal)
+        self.padding_l = _padding_l(kernel_size, self.causal)
+        self.max_distance = self.padding_l  # k: the farthest offset a tap reads
         self.kernel_size = kernel_size
         self.boundary = _boundary(boundary)
+        self.weight_softmax = bool(weight_softmax)
+        if not self.weight_softmax and self.boundary != "zeros":
+            raise ValueError("weight_softmax=False needs boundary='zeros': renormalising over the existing taps is "
+                             "a softmax, and a raw kernel has none")
         if not 0.0 <= weight_dropout < 1.0:
             raise ValueError(f"weight_dropout must be in [0, 1), got {weight_dropout!r}")
         self.weight_dropout = weight_dropout
 
     def normalise(self, logits: Tensor, n: int, key_padding_mask: Tensor | None = None) -> Tensor:
-        """Kernel logits ``(B or 1, N_h, N or 1, 2k+1)`` -> kernels: a softmax over all taps (``"zeros"``) or over
-        the taps that read an existing, unpadded token (``"renormalize"``, then ``(B or 1, N_h, N, 2k+1)``)."""
+        """Kernel logits ``(B or 1, N_h, N or 1, K)`` -> kernels: the logits themselves (``weight_softmax=False``),
+        a softmax over all taps (``"zeros"``) or over the taps that read an existing, unpadded token
+        (``"renormalize"``, then ``(B or 1, N_h, N, K)``)."""
+        if not self.weight_softmax:
+            return logits
         if self.boundary == "zeros":
             return torch.softmax(logits, dim=-1)
-        dead = tap_mask(n, self.kernel_size, key_padding_mask, logits.device)  # (B or 1, 1, N, 2k+1)
+        dead = tap_mask(n, self.kernel_size, key_padding_mask, logits.device, self.padding_l)  # (B or 1, 1, N, K)
         return masked_softmax(logits.masked_fill(dead, float("-inf")))
 
     def dropped(self, band: Tensor, b: int, n: int) -> Tensor:
@@ -170,9 +222,17 @@ class _HeadKernelConv1d(nn.Module):
             return band
         return F.dropout(band.expand(b, -1, n, -1), self.weight_dropout)
 
+    def check_input(self, x: Tensor, key_padding_mask: Tensor | None, dtype: torch.dtype) -> None:
+        """Shape, dtype and mask checks shared by the forward passes; N = 0 has no token to convolve."""
+        _check_tokens(x, self.embed_dim, dtype=dtype)
+        if x.shape[1] == 0:
+            raise ValueError("x must hold at least one token (N >= 1), got N = 0")
+        _check_mask(key_padding_mask, x)
+
     def extra_repr(self) -> str:
         return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, kernel_size={self.kernel_size}, "
-                f"boundary={self.boundary!r}, weight_dropout={self.weight_dropout}")
+                f"boundary={self.boundary!r}, weight_dropout={self.weight_dropout}, "
+                f"weight_softmax={self.weight_softmax}, causal={self.causal}")
 
 
 class LightweightConv1d(_HeadKernelConv1d):
@@ -184,41 +244,74 @@ class LightweightConv1d(_HeadKernelConv1d):
         kernel_size: 2k+1, odd; k is the ``max_distance`` of the equivalent relative-position bias.
         boundary: ``"zeros"`` (zero padding, Wu et al.) or ``"renormalize"`` (softmax over the taps that exist,
             equal to attention with a relative bias everywhere, not only in the interior).
-        bias: add a learned ``(C,)`` bias to the output.
+        bias: add a learned ``(C,)`` bias to the output (the attention counterpart: the output projection's bias).
         weight_dropout: DropConnect on the normalised kernel during training, one mask per token and head
             (Wu et al.); the counterpart of attention dropout.
+        weight_softmax: ``False``: the kernel is the raw, signed w (fairseq's ``weight_softmax=False``); needs
+            ``boundary="zeros"``. No softmax attention has a signed kernel: see :meth:`to_conv1d`.
+        causal: the K = ``kernel_size`` taps read offsets -(K-1)..0, the past only (any K ≥ 1); equal to causal
+            windowed relative-bias attention (:func:`~attnconv.construct.lightconv_to_attention`).
 
     Attributes:
-        weight: ``(N_h, 2k+1)`` kernel logits w; the kernel is β = softmax(w) (:attr:`kernel`).
+        weight: ``(N_h, K)`` kernel logits w; the kernel is β = softmax(w) (:attr:`kernel`), or w itself.
 
     Shapes:
         x: ``(B, N, C)``; ``key_padding_mask``: bool ``(B, N)``, ``True`` on padding. Output ``(B, N, C)``.
     """
 
     def __init__(self, embed_dim: int, num_heads: int, kernel_size: int, boundary: str = "zeros",
-                 bias: bool = False, weight_dropout: float = 0.0) -> None:
-        super().__init__(embed_dim, num_heads, kernel_size, boundary, weight_dropout)
-        self.weight = nn.Parameter(torch.randn(num_heads, kernel_size) * 0.5)
+                 bias: bool = False, weight_dropout: float = 0.0, weight_softmax: bool = True,
+                 causal: bool = False) -> None:
+        super().__init__(embed_dim, num_heads, kernel_size, boundary, weight_dropout, weight_softmax, causal)
+        scale = 0.5 if self.weight_softmax else kernel_size**-0.5
+        self.weight = nn.Parameter(torch.randn(num_heads, kernel_size) * scale)
         self.bias = nn.Parameter(torch.zeros(embed_dim)) if bias else None
 
     @property
     def kernel(self) -> Tensor:
-        """β = softmax(w) over the 2k+1 taps, ``(N_h, 2k+1)``; column t is offset δ = t - k."""
-        return torch.softmax(self.weight, dim=-1)
+        """β = softmax(w) over the K taps (or w itself without ``weight_softmax``), ``(N_h, K)``; column t is
+        offset δ = t - ``padding_l``."""
+        return torch.softmax(self.weight, dim=-1) if self.weight_softmax else self.weight
 
     def band(self, n: int, key_padding_mask: Tensor | None = None) -> Tensor:
-        """The kernel each token applies: ``(1, N_h, 1, 2k+1)`` for zero padding, else ``(B or 1, N_h, N, 2k+1)``
+        """The kernel each token applies: ``(1, N_h, 1, K)`` for zero padding, else ``(B or 1, N_h, N, K)``
         renormalised over the taps that read an existing, unpadded token."""
         return self.normalise(self.weight[None, :, None, :], n, key_padding_mask)
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
-        _check_tokens(x, self.embed_dim)
-        _check_mask(key_padding_mask, x)
+        """``(B, N, C)`` -> ``(B, N, C)``; padded tokens (``key_padding_mask`` True) read as zeros."""
+        self.check_input(x, key_padding_mask, self.weight.dtype)
         if key_padding_mask is not None:
             x = x.masked_fill(key_padding_mask[..., None], 0.0)  # a padded token reads as zero padding
         band = self.dropped(self.band(x.shape[1], key_padding_mask), x.shape[0], x.shape[1])
-        out = apply_band(x, band)
+        out = apply_band(x, band, self.padding_l)
         return out if self.bias is None else out + self.bias
+
+    def to_conv1d(self) -> nn.Conv1d:
+        """The same zero-padded convolution as a dense ``nn.Conv1d`` (channels-first, ``groups=1``).
+
+        Its weight is block-diagonal: output channel c reads only input channel c, with head c // (C / N_h)'s
+        kernel. With ``padding=padding_l`` on both sides, the first N outputs are this layer's (all of them for a
+        centred kernel; a causal kernel's extra K - 1 outputs at the end are dropped). This is how a signed kernel
+        (``weight_softmax=False``) reaches attention: :func:`~attnconv.construct.conv_to_mhsa` (Theorem 1) turns the
+        ``nn.Conv1d`` into multi-head attention with one hard head per tap.
+
+        Raises:
+            ValueError: ``boundary="renormalize"``: a renormalised kernel changes near the edges, which a fixed
+                convolution cannot do.
+        """
+        if self.boundary != "zeros":
+            raise ValueError("to_conv1d needs boundary='zeros': a renormalised kernel changes near the sequence edges")
+        c, group = self.embed_dim, self.embed_dim // self.num_heads
+        conv = nn.Conv1d(c, c, self.kernel_size, padding=self.padding_l, bias=self.bias is not None)
+        conv = conv.to(dtype=self.weight.dtype, device=self.weight.device)
+        with torch.no_grad():
+            conv.weight.zero_()
+            channels = torch.arange(c, device=self.weight.device)
+            conv.weight[channels, channels] = self.kernel.detach().repeat_interleave(group, dim=0)  # (C, K)
+            if self.bias is not None:
+                conv.bias.copy_(self.bias)
+        return conv
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", bias={self.bias is not None}"
@@ -227,13 +320,22 @@ class LightweightConv1d(_HeadKernelConv1d):
 class DynamicConv1d(_HeadKernelConv1d):
     """Dynamic lightweight convolution: token i's kernel is predicted from token i, β_i = softmax(X_i W^D + b^D).
 
+    A padded token's kernel is predicted from zeros (β = softmax(b^D)), as in the reference implementation, which
+    zeroes padded tokens before the layer: padded outputs then do not depend on what the padding holds, and
+    unpadded outputs never do.
+
     Args:
         embed_dim: C, channels of the input (and of the values the kernels are applied to).
         num_heads: N_h; C must be divisible by N_h.
-        kernel_size: 2k+1, odd.
+        kernel_size: K = 2k+1, odd (any K ≥ 1 when ``causal``).
         boundary: ``"zeros"`` or ``"renormalize"``, as in :class:`LightweightConv1d`.
         bias: give the kernel predictor W^D a bias b^D.
         weight_dropout: DropConnect on the normalised kernels during training.
+        weight_softmax: ``False``: the kernel is the raw X_i W^D + b^D (signed; needs ``boundary="zeros"``).
+            No softmax attention has a signed kernel, so this option has no attention counterpart.
+        causal: taps read offsets -(K-1)..0 only (a decoder's convolution).
+        conv_bias: a learned ``(C,)`` bias added to the output (the output projection's bias, on the attention
+            side); the values must then have C channels.
 
     Attributes:
         kernel_proj: ``nn.Linear(C, N_h (2k+1))``, the matrix W^D (head-major: head h's taps are columns
@@ -241,18 +343,23 @@ class DynamicConv1d(_HeadKernelConv1d):
     """
 
     def __init__(self, embed_dim: int, num_heads: int, kernel_size: int, boundary: str = "zeros",
-                 bias: bool = True, weight_dropout: float = 0.0) -> None:
-        super().__init__(embed_dim, num_heads, kernel_size, boundary, weight_dropout)
+                 bias: bool = True, weight_dropout: float = 0.0, weight_softmax: bool = True,
+                 causal: bool = False, conv_bias: bool = False) -> None:
+        super().__init__(embed_dim, num_heads, kernel_size, boundary, weight_dropout, weight_softmax, causal)
         self.kernel_proj = nn.Linear(embed_dim, num_heads * kernel_size, bias=bias)
+        self.conv_bias = nn.Parameter(torch.zeros(embed_dim)) if conv_bias else None
 
     def kernel_logits(self, x: Tensor) -> Tensor:
-        """X W^D + b^D reshaped to ``(B, N_h, N, 2k+1)``."""
+        """X W^D + b^D reshaped to ``(B, N_h, N, K)``."""
         _check_tokens(x, self.embed_dim)
         b, n, _ = x.shape
         return self.kernel_proj(x).view(b, n, self.num_heads, self.kernel_size).transpose(1, 2)
 
     def band(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
-        """β_i for every token, ``(B, N_h, N, 2k+1)``; renormalised over existing taps when ``boundary`` says so."""
+        """β_i for every token, ``(B, N_h, N, K)``; renormalised over existing taps when ``boundary`` says so.
+        Padded tokens' kernels are predicted from zeros."""
+        if key_padding_mask is not None:
+            x = x.masked_fill(key_padding_mask[..., None], 0.0)
         return self.normalise(self.kernel_logits(x), x.shape[1], key_padding_mask)
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, values: Tensor | None = None) -> Tensor:
@@ -267,15 +374,23 @@ class DynamicConv1d(_HeadKernelConv1d):
         Returns:
             ``(B, N, C')``.
         """
-        _check_tokens(x, self.embed_dim)
-        _check_mask(key_padding_mask, x)
+        self.check_input(x, key_padding_mask, self.kernel_proj.weight.dtype)
         values = x if values is None else values
-        if values.dim() != 3 or values.shape[:2] != x.shape[:2]:
+        if not isinstance(values, Tensor) or values.dim() != 3 or values.shape[:2] != x.shape[:2]:
             raise ValueError(f"values must be (B, N, C') with (B, N) = {tuple(x.shape[:2])}, "
-                             f"got shape {tuple(values.shape)}")
+                             f"got {getattr(values, 'shape', type(values).__name__)}")
+        floating_input("values", values, x.dtype)
+        if self.conv_bias is not None and values.shape[-1] != self.embed_dim:
+            raise ValueError(f"conv_bias has embed_dim={self.embed_dim} channels, so values must too, "
+                             f"got {values.shape[-1]}")
         if key_padding_mask is not None:
             values = values.masked_fill(key_padding_mask[..., None], 0.0)
-        return apply_band(values, self.dropped(self.band(x, key_padding_mask), x.shape[0], x.shape[1]))
+        band = self.dropped(self.band(x, key_padding_mask), x.shape[0], x.shape[1])
+        out = apply_band(values, band, self.padding_l)
+        return out if self.conv_bias is None else out + self.conv_bias
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", conv_bias={self.conv_bias is not None}"
 
 
 class DepthwiseSeparableConv1d(nn.Module):
@@ -290,32 +405,42 @@ class DepthwiseSeparableConv1d(nn.Module):
         out_channels: C_out.
         kernel_size: 2k+1, odd.
         bias: biases on the depthwise and pointwise steps.
+        activation: ``None`` (a linear map of the window, so equal to one ``nn.Conv1d``) or ``"gelu"``, a GELU
+            between the two steps, the default of Chang et al.'s code. With it the projection is no longer linear
+            in X, so it has no single-convolution (or attention) counterpart.
 
     Shapes:
         x: ``(B, N, C_in)`` -> ``(B, N, C_out)``. Pass ``key_padding_mask`` (bool ``(B, N)``) so that padded
         tokens read as zero padding, which makes a padded batch agree with its unpadded sequences.
     """
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, bias: bool = True) -> None:
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, bias: bool = True,
+                 activation: str | None = None) -> None:
         super().__init__()
         self.in_channels = positive_int("in_channels", in_channels)
         self.out_channels = positive_int("out_channels", out_channels)
         self.max_distance = odd_kernel_size(kernel_size)
         self.kernel_size = kernel_size
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+        self.activation = activation
         self.depthwise = nn.Conv1d(in_channels, in_channels, kernel_size, padding=self.max_distance,
                                    groups=in_channels, bias=bias)
         self.pointwise = nn.Linear(in_channels, out_channels, bias=bias)
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
-        _check_tokens(x, self.in_channels)
+        _check_tokens(x, self.in_channels, dtype=self.pointwise.weight.dtype)
         _check_mask(key_padding_mask, x)
         if key_padding_mask is not None:
             x = x.masked_fill(key_padding_mask[..., None], 0.0)
         mixed = self.depthwise(x.transpose(1, 2)).transpose(1, 2)  # (B, N, C_in)
+        if self.activation == "gelu":
+            mixed = F.gelu(mixed)
         return self.pointwise(mixed)
 
     def extra_repr(self) -> str:
-        return f"in_channels={self.in_channels}, out_channels={self.out_channels}, kernel_size={self.kernel_size}"
+        return (f"in_channels={self.in_channels}, out_channels={self.out_channels}, kernel_size={self.kernel_size}, "
+                f"activation={self.activation!r}")
 
 
 class ProjectedConv1d(nn.Module):
@@ -339,6 +464,10 @@ class ProjectedConv1d(nn.Module):
         self.conv, self.in_proj, self.out_proj = conv, in_proj, out_proj
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
+        if key_padding_mask is not None:
+            _check_tokens(x, x.shape[-1] if isinstance(x, Tensor) else -1)
+            _check_mask(key_padding_mask, x)
+            x = x.masked_fill(key_padding_mask[..., None], 0.0)  # padding never reaches the projections
         values = x if self.in_proj is None else self.in_proj(x)
         if isinstance(self.conv, DynamicConv1d):
             out = self.conv(x, key_padding_mask, values=values)

@@ -43,8 +43,15 @@ class AnisotropicGaussianEncoding(PositionalLogits):
         centers = torch.as_tensor(centers, dtype=torch.get_default_dtype()).clone()
         if tuple(centers.shape) != (num_heads, 2):
             raise ValueError(f"centers must be (num_heads={num_heads}, 2), got shape {tuple(centers.shape)}")
-        if not alpha > 0:
-            raise ValueError(f"alpha must be > 0, got {alpha!r}")
+        if not bool(torch.isfinite(centers).all()):
+            raise ValueError(f"centers must be finite (no NaN or inf), got {centers.tolist()}")
+        try:
+            finite_positive = not isinstance(alpha, bool) and 0 < float(alpha) < math.inf
+        except (TypeError, ValueError, RuntimeError):
+            finite_positive = False
+        if not finite_positive:
+            raise ValueError(f"alpha must be a finite number > 0, got {alpha!r}")
+        alpha = float(alpha)
         self.centers = nn.Parameter(centers)
         half_log = torch.full((num_heads, 2), 0.5 * math.log(alpha))
         self.log_diag = nn.Parameter(half_log)  # log of L's diagonal
@@ -61,6 +68,11 @@ class AnisotropicGaussianEncoding(PositionalLogits):
         """Logits ``(N_h, N, N)``, shared by the batch."""
         if len(grid) != 2:
             raise ValueError(f"AnisotropicGaussianEncoding works on (H, W) grids, got {tuple(grid)}")
+        precision = self.precision()
+        reach = float(max(grid) - 1) + self.centers.detach().abs().amax()
+        if not bool(torch.isfinite(precision.detach() * reach**2).all()):
+            raise ValueError(f"the precision Σ^-1 = L Lᵀ must give finite logits in {precision.dtype} on a grid "
+                             f"{tuple(grid)}: got {precision.detach().tolist()} (use a wider dtype or a smaller alpha)")
         delta = relative_offsets(grid, self.centers.device).to(self.centers.dtype)  # (N, N, 2)
         diff = delta[None] - self.centers[:, None, None, :]  # (N_h, N, N, 2)
-        return -torch.einsum("hqki,hij,hqkj->hqk", diff, self.precision(), diff)
+        return -torch.einsum("hqki,hij,hqkj->hqk", diff, precision, diff)

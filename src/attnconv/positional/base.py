@@ -17,7 +17,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from .._checks import positive_int
+from .._checks import available_device, positive_int
 
 __all__ = ["PositionalLogits", "grid_positions", "negligible_probability", "relative_offsets", "softmax_flushed"]
 
@@ -47,7 +47,11 @@ def grid_positions(grid: Sequence[int], device: torch.device | None = None) -> T
 
     Returns:
         ``(N, d)`` long tensor, ``N = prod(grid)``, ``d = len(grid)``.
+
+    Raises:
+        ValueError: ``device`` is not on this machine (for example "cuda" without CUDA).
     """
+    device = available_device("device", device)
     axes = [torch.arange(n, device=device) for n in grid]
     return torch.stack(torch.meshgrid(*axes, indexing="ij"), dim=-1).reshape(math.prod(grid), len(grid))
 

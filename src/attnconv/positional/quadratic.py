@@ -76,6 +76,8 @@ class QuadraticEncoding(PositionalLogits):
         centers = torch.as_tensor(centers, dtype=torch.get_default_dtype()).clone()
         if centers.dim() != 2 or centers.shape[0] != num_heads:
             raise ValueError(f"centers must be (num_heads={num_heads}, d), got shape {tuple(centers.shape)}")
+        if not bool(torch.isfinite(centers).all()):
+            raise ValueError(f"centers must be finite (no NaN or inf), got {centers.tolist()}")
         self.hard = alpha is None
         if self.hard:
             if not torch.equal(centers, centers.round()):
@@ -138,9 +140,16 @@ class QuadraticEncoding(PositionalLogits):
 
         Entry ``[h, i, j]`` is head h's term for query coordinate i and key coordinate j on that axis:
         ``-α(δ² - 2Δ_a δ)`` with ``δ = j - i`` (or 0 / a huge negative number in hard mode).
+
+        Raises:
+            ValueError: the parameters are not finite, or α is too large for the parameters' dtype (for example
+                α = 1e5 in float16, where exp(log α) overflows): the logits would be NaN or +inf, and every
+                output NaN.
         """
         if len(grid) != self.dims:
             raise ValueError(f"this encoding has {self.dims}-D centres but the input grid is {tuple(grid)}")
+        if not self.hard:
+            self._check_finite()
         out = []
         for axis, length in enumerate(grid):
             pos = torch.arange(length, device=self.centers.device, dtype=self.centers.dtype)
@@ -153,6 +162,19 @@ class QuadraticEncoding(PositionalLogits):
             else:
                 out.append(-self.alpha[:, None, None] * (delta**2 - 2 * center * delta))
         return out
+
+    def _check_finite(self) -> None:
+        """Raise ``ValueError`` if some logit would be NaN or +inf in the parameters' dtype.
+
+        Head h's logit -α(δ² - 2Δ·δ) = α(‖Δ‖² - ‖δ - Δ‖²) is at most α‖Δ‖², and it is 0 at δ = 0, so the logits are
+        free of NaN and +inf exactly when α and α‖Δ‖² are finite (a -inf logit is a zero probability).
+        """
+        alpha, centers = self.alpha.detach(), self.centers.detach()
+        worst = torch.stack([alpha, alpha * centers.pow(2).sum(-1)])
+        if not bool(torch.isfinite(worst).all()) or not bool(torch.isfinite(centers).all()):
+            raise ValueError(
+                f"alpha = exp(log_alpha) and alpha * |centers|^2 (the largest logit) must be finite in "
+                f"{self.log_alpha.dtype}: got alpha = {alpha.tolist()} (use a wider dtype or a smaller alpha)")
 
     def forward(self, grid: tuple[int, ...], queries: Tensor | None = None, keys: Tensor | None = None) -> Tensor:
         """Dense logits v^(h) · r_δ for every (query, key) pair: ``(N_h, N, N)``, shared by the batch."""

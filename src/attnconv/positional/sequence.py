@@ -15,7 +15,13 @@ offset δ = j - i (key minus query), clipped to ±k with k = ``max_distance``:
 δ = t - k. In the *query frame* row i belongs to query i (fixed and query-dependent terms); in the *key frame*
 row j belongs to key j (the key-dependent term). :func:`band_to_logits` spreads a band over the ``(N, N)``
 logits with one ``(N, N)`` index shared by every batch element and head. Offsets beyond ±k take the edge
-column (clipping, as in Shaw et al. and T5), or -inf with ``window=True`` (a finite 2k+1 window).
+column (clipping, as in Shaw et al. and T5), or -inf with ``window=True`` (a finite 2k+1 window). With
+``causal=True`` every offset δ > 0 (a future key) is -inf: a decoder's attention, whose kernel reads the past only.
+
+**Offset sign.** Here δ = j - i, key minus query. Chang et al.'s code (and DeBERTa) index the key-dependent
+table by query minus key, i - j = -δ: their table row for offset -δ is this library's c_δ, so copying their
+table means reversing its rows (``embedding = theirs.flip(0)``). The fixed and query terms of Shaw et al. and T5
+use j - i, as here.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from .._checks import int_at_least, positive_int
+from .._checks import available_device, int_at_least, positive_int
 from ..lightconv import odd_kernel_size
 from .base import PositionalLogits
 
@@ -69,6 +75,9 @@ def relative_index(n: int, max_distance: int, rows: slice | None = None,
     Returns:
         ``(T, N)`` long, T the number of rows. One index for the whole batch and every head.
     """
+    n = positive_int("n", n)
+    _non_negative_int("max_distance", max_distance)
+    device = available_device("device", device)
     start, stop = _rows(rows, n)
     offsets = torch.arange(n, device=device)[None, :] - torch.arange(start, stop, device=device)[:, None]
     return offsets.clamp(-max_distance, max_distance) + max_distance
@@ -204,6 +213,7 @@ class RelativeLogits1d(PositionalLogits):
         num_heads: N_h.
         max_distance: k ≥ 0, or ``None`` for a kernel as wide as the sequence.
         window: logits for abs(δ) > k are -inf (a finite 2k+1 window) instead of the edge value (clipping).
+        causal: logits for δ > 0 (future keys) are -inf, so that each query reads only itself and the past.
 
     Attributes:
         frame: ``"query"`` or ``"key"``: whose token each band row belongs to.
@@ -211,12 +221,21 @@ class RelativeLogits1d(PositionalLogits):
 
     frame = "query"
 
-    def __init__(self, num_heads: int, max_distance: int | None, window: bool = False) -> None:
+    def __init__(self, num_heads: int, max_distance: int | None, window: bool = False, causal: bool = False) -> None:
         super().__init__(num_heads)
         self.max_distance = None if max_distance is None else _non_negative_int("max_distance", max_distance)
         if window and max_distance is None:
             raise ValueError("window=True needs a max_distance: the window is abs(δ) ≤ max_distance")
         self.window = bool(window)
+        self.causal = bool(causal)
+
+    def mask_future(self, band: Tensor) -> Tensor:
+        """-inf in the band's columns t > k (offsets δ > 0) when ``causal``; clipping then keeps δ > k at -inf."""
+        if not self.causal:
+            return band
+        k = band.shape[-1] // 2
+        future = torch.arange(band.shape[-1], device=band.device) > k
+        return band.masked_fill(future, float("-inf"))
 
     @staticmethod
     def sequence_length(grid: Sequence[int]) -> int:
@@ -249,7 +268,8 @@ class RelativeLogits1d(PositionalLogits):
         return t
 
     def extra_repr(self) -> str:
-        return f"num_heads={self.num_heads}, max_distance={self.max_distance}, window={self.window}"
+        return (f"num_heads={self.num_heads}, max_distance={self.max_distance}, window={self.window}, "
+                f"causal={self.causal}")
 
 
 class _StaticRelativeLogits(RelativeLogits1d):
@@ -261,7 +281,7 @@ class _StaticRelativeLogits(RelativeLogits1d):
 
     def band(self, n: int, queries: Tensor | None = None, keys: Tensor | None = None) -> Tensor:
         radius = n - 1 if self.max_distance is None else self.max_distance
-        return self.kernel_logits(radius)[:, None, :]  # (N_h, 1, 2r+1)
+        return self.mask_future(self.kernel_logits(radius))[:, None, :]  # (N_h, 1, 2r+1)
 
 
 class RelativePositionBias(_StaticRelativeLogits):
@@ -274,6 +294,7 @@ class RelativePositionBias(_StaticRelativeLogits):
         num_buckets: if given, T5's logarithmic buckets (:func:`relative_position_bucket`): the kernel is
             piecewise constant, with ``num_buckets`` values in all.
         init_std: standard deviation of the random initial biases.
+        causal: -inf for δ > 0: with ``window=True`` this is a causal lightweight convolution of k + 1 taps.
 
     Attributes:
         weight: ``(N_h, 2k+1)`` biases, or ``(N_h, num_buckets)`` with buckets.
@@ -281,8 +302,8 @@ class RelativePositionBias(_StaticRelativeLogits):
     """
 
     def __init__(self, num_heads: int, max_distance: int, window: bool = False, num_buckets: int | None = None,
-                 init_std: float = 0.5) -> None:
-        super().__init__(num_heads, max_distance, window)
+                 init_std: float = 0.5, causal: bool = False) -> None:
+        super().__init__(num_heads, max_distance, window, causal)
         offsets = torch.arange(-self.max_distance, self.max_distance + 1)
         self.num_buckets = num_buckets
         if num_buckets is None:
@@ -299,6 +320,8 @@ class RelativePositionBias(_StaticRelativeLogits):
         logits = self.weight[:, self.bucket[offsets.clamp(-k, k) + k]]  # (N_h, 2r+1)
         if self.window and r > k:
             logits = logits.masked_fill(offsets.abs() > k, float("-inf"))
+        if self.causal:
+            logits = logits.masked_fill(offsets > 0, float("-inf"))
         return logits
 
     def extra_repr(self) -> str:
@@ -356,14 +379,14 @@ class QueryRelativeLogits(RelativeLogits1d):
     uses_queries = True
 
     def __init__(self, num_heads: int, head_dim: int, max_distance: int, window: bool = False,
-                 init_std: float = 1.0) -> None:
-        super().__init__(num_heads, max_distance, window)
+                 init_std: float = 1.0, causal: bool = False) -> None:
+        super().__init__(num_heads, max_distance, window, causal)
         self.head_dim = positive_int("head_dim", head_dim)
         self.embedding = nn.Parameter(torch.randn(2 * self.max_distance + 1, head_dim) * init_std)
 
     def band(self, n: int, queries: Tensor | None, keys: Tensor | None = None) -> Tensor:
         q = self._check_heads("queries", queries, n, self.head_dim)
-        return q @ self.embedding.T / math.sqrt(self.head_dim)  # (B, N_h, N, 2k+1)
+        return self.mask_future(q @ self.embedding.T / math.sqrt(self.head_dim))  # (B, N_h, N, 2k+1)
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", head_dim={self.head_dim}"
@@ -382,23 +405,25 @@ class KeyRelativeLogits(RelativeLogits1d):
         max_distance: k.
         window: -inf beyond ±k.
         init_std: standard deviation of the random initial embeddings.
+        causal: -inf for δ > 0.
 
     Attributes:
-        embedding: ``(2k+1, D_h)`` embeddings c_δ, row t for δ = t - k, shared by the heads.
+        embedding: ``(2k+1, D_h)`` embeddings c_δ, row t for δ = t - k (key minus query), shared by the heads.
+            Chang et al.'s code indexes this table by query minus key: their table is ``embedding.flip(0)``.
     """
 
     uses_keys = True
     frame = "key"
 
     def __init__(self, num_heads: int, head_dim: int, max_distance: int, window: bool = False,
-                 init_std: float = 1.0) -> None:
-        super().__init__(num_heads, max_distance, window)
+                 init_std: float = 1.0, causal: bool = False) -> None:
+        super().__init__(num_heads, max_distance, window, causal)
         self.head_dim = positive_int("head_dim", head_dim)
         self.embedding = nn.Parameter(torch.randn(2 * self.max_distance + 1, head_dim) * init_std)
 
     def band(self, n: int, queries: Tensor | None = None, keys: Tensor | None = None) -> Tensor:
         k = self._check_heads("keys", keys, n, self.head_dim)
-        return k @ self.embedding.T / math.sqrt(self.head_dim)  # (B, N_h, N, 2k+1), key frame
+        return self.mask_future(k @ self.embedding.T / math.sqrt(self.head_dim))  # (B, N_h, N, 2k+1), key frame
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", head_dim={self.head_dim}"
