@@ -11,7 +11,11 @@
 
 Attention renormalises its softmax over the keys that exist, so the convolutions produced here use
 ``boundary="renormalize"``; a zero-padded convolution agrees with attention only at the interior positions
-k ≤ i < N - k. A clipped kernel (Shaw et al., T5, ALiBi) has constant or decaying tails over the whole
+k ≤ i < N - k. A causal convolution (taps on δ = -(K-1)..0) is causal attention: the windowed bias or relative
+keys with -inf on every future key. A bias on the convolution's output is the output projection's bias. A raw,
+signed kernel (``weight_softmax=False``) has no softmax counterpart, since attention weights are positive and sum
+to one; :meth:`~attnconv.lightconv.LightweightConv1d.to_conv1d` and :func:`~attnconv.construct.conv_to_mhsa`
+reach it instead, with one hard head per tap (Theorem 1). A clipped kernel (Shaw et al., T5, ALiBi) has constant or decaying tails over the whole
 sequence, so its convolution has 2 ``max_length`` - 1 taps.
 """
 
@@ -47,26 +51,34 @@ def lightconv_to_attention(conv: LightweightConv1d, interior_only: bool = False)
     no content term, and identity value and output projections (the conv's bias becomes b_out). Its
     probabilities softmax(b) are the kernel β = softmax(w), renormalised over the keys that exist.
 
+    A causal conv (K taps on δ = -(K-1)..0) becomes a causal windowed bias: k = K - 1, b_δ = w_δ for δ ≤ 0 and
+    -inf for δ > 0 (Proposition "causal lightweight convolution is causal relative-bias attention", chapter 05).
+
     Args:
         conv: the convolution. With ``boundary="renormalize"`` the layer equals it at every position.
         interior_only: accept a zero-padded conv (``boundary="zeros"``); the layer then equals it only at
-            positions k ≤ i < N - k, where no tap falls off the sequence.
+            positions k ≤ i < N - k (i ≥ K - 1 for a causal conv), where no tap falls off the sequence.
 
     Raises:
-        ValueError: ``conv`` is not a ``LightweightConv1d``, or is zero-padded and ``interior_only`` is False.
+        ValueError: ``conv`` is not a ``LightweightConv1d``, is zero-padded and ``interior_only`` is False, or has
+            a raw kernel (``weight_softmax=False``), which no softmax attention computes.
     """
     if not isinstance(conv, LightweightConv1d):
         raise ValueError(f"conv must be a LightweightConv1d, got {type(conv).__name__}")
+    if not conv.weight_softmax:
+        raise ValueError("conv has a raw, signed kernel (weight_softmax=False): attention weights are a softmax, "
+                         "positive and summing to one; use conv_to_mhsa(conv.to_conv1d()) instead (Theorem 1)")
     if conv.boundary == "zeros" and not interior_only:
         raise ValueError("conv is zero-padded (boundary='zeros'): attention renormalises at the sequence edges, so "
                          "the two agree only on interior positions; pass interior_only=True to accept that, or "
                          "use boundary='renormalize'")
-    positional = RelativePositionBias(conv.num_heads, conv.max_distance, window=True)
+    positional = RelativePositionBias(conv.num_heads, conv.max_distance, window=True, causal=conv.causal)
     layer = MultiHeadSelfAttention(conv.embed_dim, conv.num_heads, positional=positional, content=False,
                                    dropout=conv.weight_dropout)
     layer = layer.to(dtype=conv.weight.dtype, device=conv.weight.device)
     with torch.no_grad():
-        positional.weight.copy_(conv.weight)
+        positional.weight.zero_()
+        positional.weight[:, :conv.kernel_size] = conv.weight  # tap t is δ = t - padding_l in both
         _identity_(layer.v_proj)
         _identity_(layer.out_proj)
         if conv.bias is not None:
@@ -211,19 +223,28 @@ def dynamic_conv_to_attention(conv: DynamicConv1d, interior_only: bool = False) 
     of W_qry^(h) be head h's rows of W^D. The values copy head h's channels into the first C / N_h coordinates of
     the head, and the output projection copies them back. Here D_h = max(C / N_h, 2k+1).
 
+    A causal conv (K taps on δ = -(K-1)..0) becomes causal relative keys with k = K - 1, and D_h = max(C / N_h, K);
+    a ``conv_bias`` becomes the output projection's bias.
+
     Args:
         conv: the convolution; with ``boundary="renormalize"`` the layer equals it at every position.
-        interior_only: accept a zero-padded conv, equal only at positions k ≤ i < N - k.
+        interior_only: accept a zero-padded conv, equal only at positions k ≤ i < N - k (i ≥ K - 1 if causal).
+
+    Raises:
+        ValueError: as :func:`lightconv_to_attention`.
     """
     if not isinstance(conv, DynamicConv1d):
         raise ValueError(f"conv must be a DynamicConv1d, got {type(conv).__name__}")
+    if not conv.weight_softmax:
+        raise ValueError("conv has raw, signed kernels (weight_softmax=False): attention weights are a softmax, "
+                         "positive and summing to one, so no attention layer computes them")
     if conv.boundary == "zeros" and not interior_only:
         raise ValueError("conv is zero-padded (boundary='zeros'): attention renormalises at the sequence edges; "
                          "pass interior_only=True to accept equality on interior positions only")
     heads, width, c = conv.num_heads, conv.kernel_size, conv.embed_dim
     group = c // heads
     head_dim = max(group, width)
-    term = QueryRelativeLogits(heads, head_dim, conv.max_distance, window=True)
+    term = QueryRelativeLogits(heads, head_dim, conv.max_distance, window=True, causal=conv.causal)
     layer = MultiHeadSelfAttention(c, heads, head_dim=head_dim, positional=term, content=False,
                                    dropout=conv.weight_dropout)
     layer = layer.to(dtype=conv.kernel_proj.weight.dtype, device=conv.kernel_proj.weight.device)
@@ -232,8 +253,9 @@ def dynamic_conv_to_attention(conv: DynamicConv1d, interior_only: bool = False) 
     taps = (inner + torch.arange(width, device=device)).flatten()  # head h, tap t -> query coordinate h D_h + t
     channels = (inner + torch.arange(group, device=device)).flatten()  # head h, channel c' -> coordinate h D_h + c'
     with torch.no_grad():
-        term.embedding.zero_()
-        term.embedding[:, :width] = math.sqrt(head_dim) * torch.eye(width, dtype=term.embedding.dtype, device=device)
+        term.embedding.zero_()  # row t is δ = t - k; tap t of the conv is δ = t - padding_l, the same for t < K
+        term.embedding[:width, :width] = math.sqrt(head_dim) * torch.eye(width, dtype=term.embedding.dtype,
+                                                                          device=device)
         layer.q_proj.weight.zero_()
         layer.q_proj.bias.zero_()
         layer.q_proj.weight[taps] = conv.kernel_proj.weight
@@ -245,4 +267,6 @@ def dynamic_conv_to_attention(conv: DynamicConv1d, interior_only: bool = False) 
         layer.v_proj.bias.zero_()
         layer.out_proj.weight.copy_(selection.T)
         layer.out_proj.bias.zero_()
+        if conv.conv_bias is not None:
+            layer.out_proj.bias.copy_(conv.conv_bias)
     return layer

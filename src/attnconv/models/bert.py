@@ -16,7 +16,12 @@ The attention of every block is chosen by a variant name (:data:`VARIANTS`), all
 3. ``dynamic``: + a query-dependent dynamic convolution (Shaw et al.'s relative keys);
 4. ``composite``: + both;
 5. ``fixed-noabs``, ``dynamic-noabs``, ``composite-noabs``: 2-4 without absolute position embeddings;
-6. ``conv-query``, ``conv-key``, ``conv-value``: a depthwise-separable convolution as that projection.
+6. ``conv-query``, ``conv-key``, ``conv-value``: a depthwise-separable convolution as that projection;
+7. ``conv-query-gelu``, ``conv-key-gelu``, ``conv-value-gelu``: the same with a GELU between the depthwise and
+   pointwise steps (Chang et al.'s default);
+8. ``conv-query-mixed``, ``conv-key-mixed``, ``conv-value-mixed``: the convolution on half of the heads only;
+9. ``convolution``: content attention plus a depthwise convolution of the values, times a learned scalar
+   (Chang et al.'s ``convolution`` variant).
 """
 
 from __future__ import annotations
@@ -45,17 +50,23 @@ class AttentionVariant:
         fixed: a relative bias b^(h)_δ (fixed lightweight convolution) in every layer's logits.
         query_dynamic: a query-dependent relative term (dynamic lightweight convolution).
         conv_projections: projections (``"query"``, ``"key"``, ``"value"``) that are depthwise-separable convs.
+        conv_activation: ``None`` or ``"gelu"`` between their depthwise and pointwise steps.
+        mixed_projections: those convolutions cover half of the heads only.
+        value_conv: a depthwise convolution of the values added to the context, times a learned scalar.
     """
 
     absolute: bool = True
     fixed: bool = False
     query_dynamic: bool = False
     conv_projections: tuple[str, ...] = ()
+    conv_activation: str | None = None
+    mixed_projections: bool = False
+    value_conv: bool = False
 
     @property
     def is_plain(self) -> bool:
-        """``True`` for a standard attention layer (no relative term and no convolutional projection)."""
-        return not (self.fixed or self.query_dynamic or self.conv_projections)
+        """``True`` for a standard attention layer (no relative term, convolutional projection or branch)."""
+        return not (self.fixed or self.query_dynamic or self.conv_projections or self.value_conv)
 
 
 #: The attention variants by name (see the module's docstring).
@@ -70,6 +81,11 @@ VARIANTS: dict[str, AttentionVariant] = {
     "conv-query": AttentionVariant(conv_projections=("query",)),
     "conv-key": AttentionVariant(conv_projections=("key",)),
     "conv-value": AttentionVariant(conv_projections=("value",)),
+    **{f"conv-{name}-gelu": AttentionVariant(conv_projections=(name,), conv_activation="gelu")
+       for name in ("query", "key", "value")},
+    **{f"conv-{name}-mixed": AttentionVariant(conv_projections=(name,), mixed_projections=True)
+       for name in ("query", "key", "value")},
+    "convolution": AttentionVariant(value_conv=True),
 }
 
 
@@ -142,7 +158,8 @@ def make_bert_attention(config: BertConfig) -> MultiHeadSelfAttention:
     return CompositeAttention(config.hidden_dim, config.num_heads, config.max_distance, config.max_length,
                               content=True, fixed=v.fixed, query_dynamic=v.query_dynamic,
                               conv_projections=v.conv_projections, conv_kernel_size=config.conv_kernel_size,
-                              dropout=config.dropout, query_chunk=config.max_length)
+                              conv_activation=v.conv_activation, mixed_projections=v.mixed_projections,
+                              value_conv=v.value_conv, dropout=config.dropout, query_chunk=config.max_length)
 
 
 class BertBlock(nn.Module):
