@@ -128,7 +128,17 @@ def run_sweep(out_dir: str | os.PathLike | None, quick: bool = False, seeds: int
     images = _normalised(data.train_images[:20000])
     rgb_train, rgb_eval = image_crops(images, 4096, crop, seed=1), image_crops(images, 256, crop, seed=2)
     cnn = None
-    records = []
+    records: list[dict[str, Any]] = []
+    partial = None if out_dir is None else Path(out_dir) / "records.partial.jsonl"  # survives an interrupted sweep
+    if partial is not None:
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text("")
+
+    def keep(record: dict[str, Any]) -> None:
+        records.append(record)
+        if partial is not None:
+            with partial.open("a") as f:
+                f.write(json.dumps(record) + "\n")
     for name in names:
         teacher_kind, k, changes = SETTINGS[name]
         if teacher_kind == "cnn":
@@ -145,8 +155,7 @@ def run_sweep(out_dir: str | os.PathLike | None, quick: bool = False, seeds: int
             config = replace(ImitationConfig(steps=steps, log_every=max(1, steps // 30), seed=seed), **changes)
             t0 = time.perf_counter()
             rec = imitate(teacher.requires_grad_(False), train, config, held)
-            records.append({"setting": name, "teacher": teacher_kind, "seed": seed, "wall_s": time.perf_counter() - t0,
-                            **rec})
+            keep({"setting": name, "teacher": teacher_kind, "seed": seed, "wall_s": time.perf_counter() - t0, **rec})
     text_source = None
     if language if language is not None else not quick:
         try:
@@ -156,8 +165,8 @@ def run_sweep(out_dir: str | os.PathLike | None, quick: bool = False, seeds: int
         for seed in range(seeds if tokens is not None else 0):
             t0 = time.perf_counter()
             rec = imitate_lightconv(tokens[:4096], tokens[4096:], steps=steps, log_every=max(1, steps // 30), seed=seed)
-            records.append({"setting": "language lightconv", "teacher": "lightconv", "seed": seed,
-                            "wall_s": time.perf_counter() - t0, **rec})
+            keep({"setting": "language lightconv", "teacher": "lightconv", "seed": seed,
+                  "wall_s": time.perf_counter() - t0, **rec})
     result = {"records": records, "summary": summarize(records), "data": data.description}
     if out_dir is not None:
         out = Path(out_dir)
@@ -168,6 +177,7 @@ def run_sweep(out_dir: str | os.PathLike | None, quick: bool = False, seeds: int
                 "data": data.description, "data_source": data.source, "text_source": text_source, "quick": quick,
                 "wall_time_s": time.perf_counter() - start, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
         (out / "provenance.json").write_text(json.dumps(prov, indent=2) + "\n")
+        partial.unlink()
     return result
 
 
