@@ -1,6 +1,8 @@
-"""SymPy proofs of the sequence equivalences: each claim verifies, and its false variant does not."""
+"""SymPy proofs of the sequence equivalences: each claim verifies in general, and its false variant does not."""
 
 from __future__ import annotations
+
+import random
 
 import pytest
 
@@ -8,10 +10,8 @@ from attnconv.proofs import ProofResult
 from attnconv.proofs import sequence as proofs
 
 TRUE_AND_FALSE = [
-    (proofs.fixed_bias_is_lightweight_conv, dict(positions="interior", boundary="zeros"),
-     dict(positions="all", boundary="zeros")),
-    (proofs.fixed_bias_is_lightweight_conv, dict(positions="all", boundary="renormalize"),
-     dict(positions="all", boundary="zeros", length=5, max_distance=1)),
+    (proofs.fixed_bias_is_lightweight_conv, {}, dict(offset="query-key")),
+    (proofs.boundary_renormalisation, {}, dict(renormalize=False)),
     (proofs.clipped_bias_tails, dict(), dict(tails="zero")),
     (proofs.query_dependent_is_dynamic_conv, dict(), dict(scaled=False)),
     (proofs.dynamic_kernel_rank, dict(head_dim=2), dict(head_dim=2, claimed_rank=1)),
@@ -19,7 +19,6 @@ TRUE_AND_FALSE = [
     (proofs.composite_is_sum_of_kernels, dict(), dict(key_predictor="query")),
     (proofs.alibi_kernel_decay, dict(), dict(rate=2)),
     (proofs.alibi_kernel_decay, dict(causal=True), dict(causal=True, rate=2)),
-    (proofs.bucketed_kernel_is_piecewise_constant, dict(), dict(merge_adjacent=True)),
 ]
 
 
@@ -30,23 +29,28 @@ def test_claim_verifies_and_false_variant_does_not(proof, true_kwargs, false_kwa
     assert isinstance(result, ProofResult) and result.verified, result
     wrong = proof(**false_kwargs)
     assert not wrong.verified, f"a false statement was reported verified: {wrong}"
-    assert "NOT verified" in repr(wrong) and "verified" in result._repr_markdown_()
+    assert "NOT verified" in repr(wrong) and "NOT verified" not in repr(result)
+    assert "✘ NOT verified" in wrong._repr_markdown_() and "✔ verified" in result._repr_markdown_()
 
 
-def test_larger_instances():
-    assert proofs.fixed_bias_is_lightweight_conv(length=7, max_distance=3, positions="interior").verified
-    assert proofs.query_dependent_is_dynamic_conv(length=5, embed_dim=3, head_dim=1, max_distance=2).verified
-    assert proofs.composite_is_sum_of_kernels(length=5, embed_dim=2, head_dim=2, max_distance=2).verified
-    assert proofs.dynamic_kernel_rank(embed_dim=4, head_dim=2, max_distance=2).verified
+def test_bucketed_kernel_rejects_other_labellings():
+    assert proofs.bucketed_kernel_is_piecewise_constant().verified
+    rng = random.Random(0)
+    random_labels = proofs.bucketed_kernel_is_piecewise_constant(
+        bucket=lambda offsets, nb, k: [rng.randrange(nb) for _ in offsets])
+    assert not random_labels.verified
+    unclipped = proofs.bucketed_kernel_is_piecewise_constant(
+        bucket=lambda offsets, nb, k: [d + 20 for d in offsets])  # every offset its own bucket: no clipping
+    assert not unclipped.verified
 
 
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: proofs.fixed_bias_is_lightweight_conv(positions="edges"), "positions must be"),
-        (lambda: proofs.fixed_bias_is_lightweight_conv(length=3, max_distance=2), "length must be at least"),
+        (lambda: proofs.fixed_bias_is_lightweight_conv(offset="both"), "offset must be"),
         (lambda: proofs.clipped_bias_tails(tails="none"), "tails must be"),
         (lambda: proofs.key_dependent_is_dynamic_conv(predictor="value"), "predictor must be"),
+        (lambda: proofs.composite_is_sum_of_kernels(key_predictor="value"), "key_predictor must be"),
     ],
 )
 def test_bad_arguments(call, message):

@@ -18,7 +18,10 @@ def _plain(expr: sp.Expr) -> sp.Expr:
 
 @register("ex-03-sign", CH03, "proof", 10, ("expected_residual",))
 def flipped_sign(expected_residual) -> CheckResult:
-    truth = _plain(proofs.quadratic_identity(center_coefficient=2).residual)
+    general = proofs.quadratic_identity(center_coefficient=2).residual  # -α Σ_{a=1}^{d} 4 Δ_a δ_a
+    in_2d = general.subs(sp.Symbol("d", integer=True, positive=True), 2).doit()
+    truth = _plain(in_2d.replace(lambda e: isinstance(e, sp.Indexed),
+                                 lambda e: sp.Symbol(f"{e.base.label}{e.indices[0]}")))
     try:
         student = _plain(sp.sympify(expected_residual))
     except (TypeError, sp.SympifyError) as err:

@@ -1,172 +1,361 @@
 """SymPy proofs of the claims behind Theorem 1 of Cordonnier et al. 2020 (multi-head attention ⊇ convolution).
 
-Each function builds both sides of one claim from symbols and returns a
-:class:`~attnconv.proofs.result.ProofResult` with the simplified residual. The arguments are the
-construction's ingredients, defaulting to the paper's; changing one (a sign, a block order) must make the claim
-fail, which is how the tests check that nothing here is a foregone ``True``.
+Every proof here is symbolic in the sizes its statement quantifies over: grid sizes, kernel size, number of heads,
+channel counts, dilation, stride and α are symbols, and sums over them are SymPy ``Sum`` objects. Attention
+matrices are never written down as shift matrices: they are the α → ∞ limits of the quadratic encoding's softmax
+(:func:`~attnconv.proofs._symbolic.hard_limits`), so a wrong encoding makes the conclusion fail. Each function has
+an argument that makes its claim false (a sign, a centre, a block order), and the tests check that this false
+version is reported as not verified.
+
+Conventions: a query at q attends to the key at k = q + δ; head h has centre Δ^(h); the input X is zero-padded, so
+sums over keys run over all of Z and the padded keys read zero; the convolution is the cross-correlation
+y_q = Σ_Δ X_{q+Δ} W_Δ (PyTorch's).
 """
 
 from __future__ import annotations
 
-import itertools
+from typing import Callable
 
 import sympy as sp
 
-from .result import ProofResult, verify_equal
+from ._symbolic import alpha, axis_hard_attention, hard_limits, pull_sums, sum_simplify
+from .result import ProofResult, combine, verify_equal
 
 __all__ = [
     "quadratic_identity",
     "shift_invariance",
     "hard_attention_limit",
     "lemma1_block_identity",
+    "rank_condition",
+    "rank_counterexample",
     "rank_bound",
+    "theorem1",
     "one_dimensional_case",
+    "dilation_and_stride",
+    "finite_alpha_bound",
     "softmax_factorization",
 ]
 
-alpha = sp.Symbol("alpha", positive=True)
-_t = sp.Symbol("t", positive=True)  # t = e^{-α}
+_int = dict(integer=True)
+_pos_int = dict(integer=True, positive=True)
 
 
-def quadratic_identity(dims: int = 2, center_coefficient: int = -2) -> ProofResult:
-    """Lemma 2: v · r_δ = -α(‖δ - Δ‖² - ‖Δ‖²) for r_δ = (‖δ‖², δ) and v = -α(1, c Δ) with c = -2."""
-    delta = sp.Matrix(sp.symbols(f"delta1:{dims + 1}", real=True))
-    center = sp.Matrix(sp.symbols(f"Delta1:{dims + 1}", real=True))
-    r = sp.Matrix([delta.dot(delta), *delta])
-    v = -alpha * sp.Matrix([1, *(center_coefficient * center)])
-    lhs = v.dot(r)
-    rhs = -alpha * ((delta - center).dot(delta - center) - center.dot(center))
-    return verify_equal(
-        f"quadratic identity ({dims}-D)",
-        "v·r_δ = -α(‖δ-Δ‖² - ‖Δ‖²) with r_δ = (‖δ‖², δ), v = -α(1, -2Δ)",
-        sp.expand(lhs), sp.expand(rhs), simplify=sp.expand,
+def _matrix_zero(expr):
+    return expr.doit()
+
+
+def quadratic_identity(center_coefficient: int = -2) -> ProofResult:
+    """Lemma 2, in any dimension d: v · r_δ = -α(‖δ - Δ‖² - ‖Δ‖²) for r_δ = (‖δ‖², δ) and v = -α(1, c Δ), c = -2.
+
+    The dot products are sums over the d axes with d a symbol. ``center_coefficient=2`` is the false variant.
+    """
+    d = sp.Symbol("d", **_pos_int)
+    a = sp.Symbol("a", **_int)
+    delta, center = sp.IndexedBase("delta", real=True), sp.IndexedBase("Delta", real=True)
+    # v·r - (-α(‖δ-Δ‖² - ‖Δ‖²)) = -α Σ_a [δ_a² + c Δ_a δ_a - (δ_a - Δ_a)² + Δ_a²]: one sum over the d axes
+    summand = sp.expand(delta[a] ** 2 + center_coefficient * center[a] * delta[a]
+                        - (delta[a] - center[a]) ** 2 + center[a] ** 2)
+    residual = (-alpha * sp.Sum(summand, (a, 1, d))).doit()
+    return ProofResult(
+        "quadratic identity (Lemma 2)",
+        f"v·r_δ = -α(‖δ-Δ‖² - ‖Δ‖²) with r_δ = (‖δ‖², δ), v = -α(1, {center_coefficient}Δ), in d dimensions",
+        residual,
+        scope="general", variables=("d", "α", "δ", "Δ"),
     )
 
 
-def shift_invariance(n: int = 4, per_entry: bool = False) -> ProofResult:
-    """softmax(x + c 1) = softmax(x): adding one value to a whole row of logits changes nothing.
+def shift_invariance(per_entry: bool = False) -> ProofResult:
+    """softmax(x + c 1) = softmax(x) for a vector of any length N: adding one value to every logit of a row.
 
-    ``per_entry=True`` adds a different value to each entry instead (a false statement).
+    ``per_entry=True`` adds a different value c_k to each entry instead (a false statement).
     """
-    x = sp.symbols(f"x1:{n + 1}", real=True)
-    c = sp.symbols(f"c1:{n + 1}", real=True) if per_entry else (sp.Symbol("c", real=True),) * n
+    n = sp.Symbol("N", **_pos_int)
+    j, k = sp.symbols("j k", **_int)
+    x = sp.IndexedBase("x", real=True)
+    c = sp.IndexedBase("c", real=True)
+    shift = (lambda m: c[m]) if per_entry else (lambda m: sp.Symbol("c", real=True))
+    lhs = sp.exp(x[j] + shift(j)) / sp.Sum(sp.exp(x[k] + shift(k)), (k, 1, n))
+    rhs = sp.exp(x[j]) / sp.Sum(sp.exp(x[k]), (k, 1, n))
+    return verify_equal("shift invariance of softmax", "softmax(x + c·1)_j = softmax(x)_j for every length N",
+                        lhs, rhs, simplify=sum_simplify, scope="general", variables=("N", "x", "c"))
 
-    def softmax(z):
-        total = sum(sp.exp(zi) for zi in z)
-        return sp.Matrix([sp.exp(zi) / total for zi in z])
 
-    lhs = softmax([xi + ci for xi, ci in zip(x, c)])
-    return verify_equal("shift invariance of softmax", "softmax(x + c·1) = softmax(x)", lhs, softmax(x),
-                        simplify=lambda e: sp.simplify(sp.powsimp(sp.expand(e))))
+def hard_attention_limit(sign: int = -1, integer_centers: bool = True) -> ProofResult:
+    """Hard mode is the α → ∞ limit of the quadratic encoding.
 
+    The encoding's logits are -α(‖δ - Δ‖² - ‖Δ‖²) (Lemma 2); by shift invariance the softmax is that of -α u_δ with
+    u_δ = ‖δ - Δ‖². On an integer grid with an integer centre Δ, u is an integer, zero only at δ = Δ: one nearest key
+    and a gap g ≥ 1 to every other. For any number M of keys and any gap g > 0 the squeeze bounds of
+    :func:`~attnconv.proofs._symbolic.hard_limits` give weight → 1 on δ = Δ and → 0 elsewhere.
 
-def hard_attention_limit(kernel_size: int = 3, sign: int = -1) -> ProofResult:
-    """On a K x K grid of offsets, lim_{α→∞} softmax_δ(-α‖δ - Δ‖²) is the indicator of δ = Δ, for every Δ.
-
-    ``sign=+1`` uses +α‖δ - Δ‖² instead (a false statement: it picks the farthest offsets).
+    False variants: ``sign=+1`` (logits +α‖δ-Δ‖²) and ``integer_centers=False`` (a centre with a half-integer
+    coordinate has two nearest keys and the limit splits the weight).
     """
-    r = kernel_size // 2
-    grid = [(a, b) for a in range(-r, kernel_size - r) for b in range(-r, kernel_size - r)]
-    cache: dict[tuple[int, ...], sp.Expr] = {}
-    residual = sp.zeros(len(grid), len(grid))
-    for i, center in enumerate(grid):
-        dist = [(d[0] - center[0]) ** 2 + (d[1] - center[1]) ** 2 for d in grid]
-        for j, own in enumerate(dist):
-            # softmax_j = 1 / Σ_δ' e^{sign α (d' - d_j)}: the limit depends only on the exponents.
-            # With t = e^{-α} (t -> 0+ as α -> ∞) it is the rational function 1 / Σ t^{-exponent}.
-            key = tuple(sorted(sign * (d - own) for d in dist))
-            if key not in cache:
-                cache[key] = sp.limit(1 / sum(_t ** (-e) for e in key), _t, 0, "+")
-            residual[i, j] = cache[key] - (1 if grid[j] == center else 0)
-    return verify_equal(
-        f"hard-attention limit on a {kernel_size}x{kernel_size} grid",
-        "lim_{α→∞} softmax_δ(-α‖δ-Δ‖²) = 1[δ = Δ] for every centre Δ of the grid",
-        residual, sp.zeros(len(grid), len(grid)),
+    nearest, other = hard_limits(sign, 1 if integer_centers else 2)
+    return ProofResult(
+        "hard attention is the α→∞ limit of the quadratic encoding",
+        "lim_{α→∞} softmax_δ(-α‖δ-Δ‖²) = 1[δ = Δ] on any grid containing the integer centre Δ",
+        sp.Matrix([nearest - 1, other]),
+        scope="general", variables=("M (number of keys)", "g > 0 (gap)", "α"),
+        steps=(quadratic_identity(), shift_invariance()),
     )
 
 
-def _shift_matrix(grid: tuple[int, ...], delta: tuple[int, ...]) -> sp.Matrix:
-    """S_Δ with (S_Δ X)_q = X_{q+Δ} (0 off the grid): the attention matrix of a hard head on a padded grid."""
-    cells = list(itertools.product(*(range(n) for n in grid)))
-    index = {cell: i for i, cell in enumerate(cells)}
-    s = sp.zeros(len(cells), len(cells))
-    for cell, i in index.items():
-        target = tuple(c + d for c, d in zip(cell, delta))
-        if target in index:
-            s[i, index[target]] = 1
-    return s
+def _head_is_shift(attention: Callable[[sp.Expr, sp.Expr], sp.Expr] | None) -> ProofResult:
+    """(A X)_q = X_{q+Δ} for the hard head centred on Δ, over a zero-padded input of any size."""
+    q, k, center, i = sp.symbols("q k Delta i", **_int)
+    x = sp.IndexedBase("X")
+    weight = attention(q, k, center) if attention else axis_hard_attention(k, q + center)
+    head = sp.Sum(weight * x[k, i], (k, -sp.oo, sp.oo)).doit()
+    return verify_equal("a hard head reads one shifted token", "Σ_k A_qk X_k = X_{q+Δ} (zero-padded X)",
+                        head, x[q + center, i], simplify=sp.expand, scope="general", variables=("q", "Δ", "N"))
 
 
-def lemma1_block_identity(grid: tuple[int, ...] = (2, 3), kernel_size: int = 3, d_in: int = 2, d_h: int = 2,
-                          d_out: int = 2, swap_blocks: bool = False) -> ProofResult:
-    """Lemma 1: with one-hot heads A^(h) = S_Δh, concat_h[A^(h) X W_val^(h)] W_out = Σ_h S_Δh X W_Δh,
-    where W_Δh = W_val^(h) W_out^(h) and W_out stacks the blocks W_out^(h).
+def lemma1_block_identity(attention: Callable[[sp.Expr, sp.Expr, sp.Expr], sp.Expr] | None = None,
+                          swap_blocks: bool = False) -> ProofResult:
+    """Lemma 1, by induction over the number of heads N_h, with symbolic N, D_in, D_h, D_out:
 
-    ``swap_blocks=True`` stacks the output blocks in the wrong order (a false statement).
+        concat_h[A^(h) X W_val^(h)] W_out = Σ_h shift_Δh(X) W_Δh,   W_Δh = W_val^(h) W_out^(h),
+
+    where A^(h) is the hard limit of a quadratic head centred on Δ_h and W_out stacks the blocks W_out^(h).
+
+    Args:
+        attention: ``attention(q, k, Δ)`` replaces the hard limit of the encoding (a false variant when it is not
+            the shift; e.g. ``3 δ_{q, k+Δ} + 1``).
+        swap_blocks: stack the output blocks in the wrong order (a false variant).
     """
-    r = kernel_size // 2
-    shifts = list(itertools.product(range(-r, kernel_size - r), repeat=len(grid)))
-    n = 1
-    for side in grid:
-        n *= side
-    x = sp.Matrix(n, d_in, lambda i, j: sp.Symbol(f"x_{i}_{j}"))
-    w_val = [sp.Matrix(d_in, d_h, lambda i, j, h=h: sp.Symbol(f"v{h}_{i}{j}")) for h in range(len(shifts))]
-    w_out = [sp.Matrix(d_h, d_out, lambda i, j, h=h: sp.Symbol(f"o{h}_{i}{j}")) for h in range(len(shifts))]
-    blocks = list(reversed(w_out)) if swap_blocks else w_out
-    heads = sp.Matrix.hstack(*(_shift_matrix(grid, d) * x * w_val[h] for h, d in enumerate(shifts)))
-    lhs = heads * sp.Matrix.vstack(*blocks)
-    rhs = sp.zeros(n, d_out)
-    for h, d in enumerate(shifts):
-        rhs += _shift_matrix(grid, d) * x * (w_val[h] * w_out[h])
-    return verify_equal(
-        f"Lemma 1 block identity (grid {grid}, K={kernel_size})",
-        "concat_h[A^(h) X W_val^(h)] W_out = Σ_Δ shift_Δ(X) W_Δ with W_Δh = W_val^(h) W_out^(h)",
-        lhs, rhs, simplify=sp.expand,
+    n, d_h, d_out, heads = sp.symbols("N D_h D_out N_h", **_pos_int)
+    y = [sp.MatrixSymbol(f"Y_{h}", n, d_h) for h in (1, 2)]
+    w_out = [sp.MatrixSymbol(f"W_out^({h})", d_h, d_out) for h in (1, 2)]
+    order = w_out[::-1] if swap_blocks else w_out
+    base = verify_equal("base case N_h = 2", "[Y_1 Y_2][W_1; W_2] = Y_1 W_1 + Y_2 W_2",
+                        sp.block_collapse(sp.BlockMatrix([y]) * sp.BlockMatrix([[order[0]], [order[1]]])),
+                        y[0] * w_out[0] + y[1] * w_out[1], simplify=_matrix_zero, scope="general",
+                        variables=("N", "D_h", "D_out"))
+    concat, stacked = sp.MatrixSymbol("C_{N_h}", n, heads * d_h), sp.MatrixSymbol("P_{N_h}", heads * d_h, d_out)
+    partial = sp.MatrixSymbol("Sigma_{N_h}", n, d_out)  # Σ_{h ≤ N_h} Y_h W_h, the induction hypothesis C P = Σ
+    new_y, new_w = sp.MatrixSymbol("Y_{N_h+1}", n, d_h), sp.MatrixSymbol("W_out^(N_h+1)", d_h, d_out)
+    product = sp.block_collapse(sp.BlockMatrix([[concat, new_y]]) * sp.BlockMatrix([[stacked], [new_w]]))
+    step = verify_equal("inductive step N_h → N_h + 1", "[C Y][P; W] = C P + Y W = Σ_{h ≤ N_h+1} Y_h W_h",
+                        product.subs(concat * stacked, partial), partial + new_y * new_w, simplify=_matrix_zero,
+                        scope="general", variables=("N", "N_h", "D_h", "D_out"))
+    head = _head_is_shift(attention)
+    return combine(
+        "Lemma 1 (heads concatenated = sum of shifted products)",
+        "concat_h[A^(h) X W_val^(h)] W_out = Σ_h shift_Δh(X) W_val^(h) W_out^(h) for every N_h, N, D_in, D_h, D_out",
+        [head, base, step], scope="induction", variables=("N_h", "N", "D_in", "D_h", "D_out"),
     )
+
+
+def rank_condition(short_by: int = 0) -> ProofResult:
+    """Sufficient condition for one head per tap: if rank W_Δ = r ≤ D_h, then W_Δ = W_val W_out with
+    W_val (D_in x D_h) and W_out (D_h x D_out).
+
+    Proof: a rank factorisation W_Δ = U V (U: D_in x r, V: r x D_out) padded with D_h - r zero columns and rows.
+    Symbolic in D_in, D_out, r and D_h - r. ``short_by=1`` drops the last column of U and row of V (heads one
+    dimension too small): the product misses a rank-one term, so the false variant fails.
+    """
+    d_in, d_out, r, pad = sp.symbols("D_in D_out r p", **_pos_int)
+    u, v = sp.MatrixSymbol("U", d_in, r), sp.MatrixSymbol("V", r, d_out)
+    u_last, v_last = sp.MatrixSymbol("u_r", d_in, 1), sp.MatrixSymbol("v_r", 1, d_out)
+    w = u * v + u_last * v_last  # a rank-(r+1) factorisation written as U' V' with U' = [U u_r]
+    if short_by:
+        w_val = sp.BlockMatrix([[u, sp.ZeroMatrix(d_in, pad)]])
+        w_out = sp.BlockMatrix([[v], [sp.ZeroMatrix(pad, d_out)]])
+    else:
+        w_val = sp.BlockMatrix([[u, u_last, sp.ZeroMatrix(d_in, pad)]])
+        w_out = sp.BlockMatrix([[v], [v_last], [sp.ZeroMatrix(pad, d_out)]])
+    return verify_equal(
+        "rank condition (sufficient for one head per tap)",
+        "rank W_Δ ≤ D_h ⇒ W_Δ = W_val W_out with W_val: D_in×D_h, W_out: D_h×D_out",
+        sp.block_collapse(w_val * w_out), w, simplify=_matrix_zero,
+        scope="general", variables=("D_in", "D_out", "r = rank W_Δ", "D_h ≥ r"),
+    )
+
+
+def rank_counterexample() -> ProofResult:
+    """The rank condition is not necessary for MHSA in general: a 1-D conv with K = 2, W_0 = I and W_1 = diag(1, 2)
+    (both rank 2) is reproduced exactly by two heads with D_h = 1 and mixed attention A_1 = (S_0 + S_1)/2,
+    A_2 = S_0/3 + 2 S_1/3, with W_val^(1) W_out^(1) = diag(2, 0) and W_val^(2) W_out^(2) = diag(0, 3).
+
+    Checked with S_0, S_1 and X as symbolic matrices (any sequence length).
+    """
+    half, third = sp.Rational(1, 2), sp.Rational(1, 3)
+    m1 = sp.Matrix([[1], [0]]) * sp.Matrix([[2, 0]])  # W_val^(1) W_out^(1) = diag(2, 0), D_h = 1
+    m2 = sp.Matrix([[0], [1]]) * sp.Matrix([[0, 3]])  # W_val^(2) W_out^(2) = diag(0, 3), D_h = 1
+    w0, w1 = sp.eye(2), sp.diag(1, 2)
+    # MHSA - conv = S_0 X (M1/2 + M2/3 - W_0) + S_1 X (M1/2 + 2 M2/3 - W_1) for every X and shift matrices S_0,
+    # S_1 of any size: it vanishes when both coefficient matrices do.
+    coefficient_s0 = half * m1 + third * m2 - w0
+    coefficient_s1 = half * m1 + 2 * third * m2 - w1
+    ranks = sp.Matrix([[m1.rank() - 1, m2.rank() - 1], [w0.rank() - 2, w1.rank() - 2]])  # 1, 1 | 2, 2
+    return ProofResult("rank condition is not necessary (counterexample)",
+                       "two D_h = 1 heads with mixed attention reproduce a K = 2 conv whose taps have rank 2",
+                       sp.Matrix.vstack(coefficient_s0, coefficient_s1, ranks),
+                       scope="instance", instance="K = 2, D_in = D_out = 2, W_0 = I, W_1 = diag(1, 2), any N")
 
 
 def rank_bound(d_in: int = 3, d_h: int = 1, d_out: int = 3, claimed_rank: int | None = None) -> ProofResult:
-    """rank(W_val W_out) ≤ D_h: every (D_h + 1)-minor of the product of generic D_in x D_h and D_h x D_out
-    matrices vanishes identically. ``claimed_rank`` below D_h gives a false statement."""
+    """One head per tap needs rank W_Δ ≤ D_h: every (D_h + 1)-minor of W_val W_out vanishes (one instance)."""
+    import itertools
+
     k = d_h if claimed_rank is None else claimed_rank
     w_val = sp.Matrix(d_in, d_h, lambda i, j: sp.Symbol(f"v_{i}{j}"))
     w_out = sp.Matrix(d_h, d_out, lambda i, j: sp.Symbol(f"o_{i}{j}"))
     product = w_val * w_out
-    minors = [
-        product.extract(list(rows), list(cols)).det()
-        for rows in itertools.combinations(range(d_in), k + 1)
-        for cols in itertools.combinations(range(d_out), k + 1)
-    ]
+    minors = [product.extract(list(rows), list(cols)).det()
+              for rows in itertools.combinations(range(d_in), k + 1)
+              for cols in itertools.combinations(range(d_out), k + 1)]
     residual = sp.Matrix(minors) if minors else sp.zeros(1, 1)
     return verify_equal(
         f"rank bound (D_in={d_in}, D_h={d_h}, D_out={d_out}, rank ≤ {k})",
         f"all ({k + 1})-minors of W_val W_out vanish, so rank W_Δ ≤ {k}",
         residual, sp.zeros(*residual.shape), simplify=sp.expand,
+        scope="instance", instance=f"D_in={d_in}, D_h={d_h}, D_out={d_out}",
+    )
+
+
+def _conv_residual(dims: int, centers: Callable, reads: Callable, ties: int, sign: int = -1) -> sp.Expr:
+    """Σ_{Δ, i} [(hard head centred on centers(Δ), read at the query) - X_{reads(Δ)}] W_{Δ, i, o} per axis."""
+    q = sp.symbols(f"q1:{dims + 1}", **_int)
+    k = sp.symbols(f"k1:{dims + 1}", **_int)
+    delta = sp.symbols(f"Delta1:{dims + 1}", **_int)
+    i, o = sp.symbols("i o", **_int)
+    lo, hi = sp.symbols(f"a1:{dims + 1}", **_int), sp.symbols(f"b1:{dims + 1}", **_int)
+    d_in = sp.Symbol("D_in", **_pos_int)
+    x, w = sp.IndexedBase("X"), sp.IndexedBase("W")
+    target = centers(q, delta)
+    weight = sp.Mul(*(axis_hard_attention(k[a], target[a], sign, ties) for a in range(dims)))
+    head = sp.Sum(weight * x[(*k, i)], *((k[a], -sp.oo, sp.oo) for a in range(dims))).doit()
+    summand = sp.expand((head - x[(*reads(q, delta), i)]) * w[(*delta, i, o)])
+    limits = [(i, 0, d_in - 1), *((delta[a], lo[a], hi[a]) for a in range(dims))]
+    return summand if summand == 0 else sp.Sum(summand, *limits)
+
+
+def theorem1(integer_centers: bool = True, sign: int = -1) -> ProofResult:
+    """Theorem 1 (2-D): a multi-head self-attention layer with N_h = K² heads, D_h ≥ rank W_Δ, the quadratic
+    encoding with integer centres Δ^(h) ∈ {-⌊K/2⌋..}², α → ∞, on the zero-padded input with the output cropped to
+    the image, computes the K x K convolution y_q = Σ_Δ X_{q+Δ} W_Δ.
+
+    Symbolic in the image size, K (tap ranges a..b per axis), D_in, D_out and the query. The steps are the lemmas
+    it rests on. False variants: ``integer_centers=False`` (half-integer centres split the weight between two
+    keys) and ``sign=+1``.
+    """
+    residual = _conv_residual(2, lambda q, d: (q[0] + d[0], q[1] + d[1]), lambda q, d: (q[0] + d[0], q[1] + d[1]),
+                              1 if integer_centers else 2, sign)
+    return ProofResult(
+        "Theorem 1 (2-D): MHSA with K² quadratic heads = K×K convolution",
+        "α→∞, integer centres, zero padding then crop, D_h ≥ rank W_Δ: MHSA(X)_q = Σ_Δ X_{q+Δ} W_Δ",
+        residual, scope="general",
+        variables=("H", "W", "K", "D_in", "D_out", "q"),
+        steps=(hard_attention_limit(), softmax_factorization(), lemma1_block_identity(), rank_condition()),
     )
 
 
 def one_dimensional_case(center_coefficient: int = -2) -> ProofResult:
-    """The 1-D case: r_δ = (δ², δ) (D_p = 2) and v = -α(1, -2Δ) give -α((δ - Δ)² - Δ²)."""
-    result = quadratic_identity(dims=1, center_coefficient=center_coefficient)
-    return ProofResult("1-D quadratic encoding (D_p = 2)", result.statement.replace("‖", "|"), result.residual,
-                       result.verified)
+    """The 1-D case: the encoding r_δ = (δ², δ) (D_p = 2) with v = -α(1, c Δ), c = -2, centres each head on Δ, and
+    K heads compute the 1-D convolution y_q = Σ_Δ X_{q+Δ} W_Δ for any length, K and channels.
 
-
-def softmax_factorization(rows: int = 2, cols: int = 3, coupled: bool = False) -> ProofResult:
-    """softmax over an H x W grid of logits a_i + b_j is softmax(a)_i · softmax(b)_j: P = P_row ⊗ P_col.
-
-    ``coupled=True`` adds a term c·a_i·b_j that couples the axes (a false statement).
+    The head's centre is derived, not assumed: completing the square gives logits -α(δ - δ*)² + const with
+    δ* = -c Δ / 2. ``center_coefficient=2`` puts the head on -Δ: a flipped kernel (false).
     """
-    a = sp.symbols(f"a1:{rows + 1}", real=True)
-    b = sp.symbols(f"b1:{cols + 1}", real=True)
-    c = sp.Symbol("c", real=True)
-    logit = [[a[i] + b[j] + (c * a[i] * b[j] if coupled else 0) for j in range(cols)] for i in range(rows)]
-    total = sum(sp.exp(logit[i][j]) for i in range(rows) for j in range(cols))
-    lhs = sp.Matrix(rows, cols, lambda i, j: sp.exp(logit[i][j]) / total)
-    za, zb = sum(sp.exp(ai) for ai in a), sum(sp.exp(bj) for bj in b)
-    rhs = sp.Matrix(rows, cols, lambda i, j: (sp.exp(a[i]) / za) * (sp.exp(b[j]) / zb))
-    return verify_equal(
-        "softmax factorisation over a grid",
-        "softmax_{(i,j)}(a_i + b_j) = softmax(a)_i softmax(b)_j, so P = P_row ⊗ P_col",
-        lhs, rhs, simplify=lambda e: sp.simplify(sp.expand(sp.powsimp(e))),
+    delta, center = sp.symbols("delta Delta", **_int)
+    logit = -alpha * (delta**2 + center_coefficient * center * delta)
+    peak = sp.solve(sp.diff(logit, delta), delta)[0]
+    square = verify_equal("completing the square", "-α(δ² + cΔδ) = -α(δ - δ*)² + α δ*², δ* = -cΔ/2",
+                          logit, -alpha * (delta - peak) ** 2 + alpha * peak**2, simplify=sp.expand,
+                          scope="general", variables=("α", "δ", "Δ"))
+    residual = _conv_residual(1, lambda q, d: (q[0] + peak.subs(center, d[0]),), lambda q, d: (q[0] + d[0],), 1)
+    return ProofResult(
+        "1-D case (D_p = 2)",
+        f"r_δ = (δ², δ), v = -α(1, {center_coefficient}Δ): K heads at α→∞ give y_q = Σ_Δ X_{{q+Δ}} W_Δ",
+        residual, scope="general", variables=("N", "K", "D_in", "D_out", "q"),
+        steps=(square, hard_attention_limit()),
     )
+
+
+def dilation_and_stride(dilated_centers: bool = True) -> ProofResult:
+    """Dilation d and stride s: heads centred on d ⊙ Δ, with the output read at the queries s ⊙ p, compute the
+    dilated, strided convolution y_p = Σ_Δ X_{s p + d Δ} W_Δ. Symbolic in s, d, K, the image and the channels.
+
+    ``dilated_centers=False`` centres the heads on Δ, as if the dilation were ignored (false).
+    """
+    s = sp.symbols("s1:3", **_pos_int)
+    dil = sp.symbols("d1:3", **_pos_int)
+    scale = dil if dilated_centers else (1, 1)
+
+    def centers(p, delta):
+        return tuple(s[a] * p[a] + scale[a] * delta[a] for a in range(2))
+
+    def reads(p, delta):
+        return tuple(s[a] * p[a] + dil[a] * delta[a] for a in range(2))
+
+    return ProofResult(
+        "dilation and stride",
+        "heads centred on d⊙Δ, output read at s⊙p: y_p = Σ_Δ X_{s⊙p + d⊙Δ} W_Δ",
+        _conv_residual(2, centers, reads, 1), scope="general",
+        variables=("s", "d", "H", "W", "K", "D_in", "D_out", "p"),
+        steps=(hard_attention_limit(),),
+    )
+
+
+def finite_alpha_bound(factor: sp.Expr = 1) -> ProofResult:
+    """The finite-α error bound, derived.
+
+    1. With R = Σ_{δ≠Δ} e^{-α‖δ-Δ‖²} the off-target mass is ε = R / (1 + R) (the target key has weight 1 / (1 + R)).
+    2. x ↦ x / (1 + x) increases (derivative 1 / (1 + x)² > 0) and R ≤ S(α) = θ(α)^d - 1, so ε ≤ S / (1 + S),
+       with equality in the interior of an infinite grid (R = S); S / (1 + S) = 1 - θ^{-d}.
+    3. With Σ_k A_k = 1: Σ_k A_k Y_k - Y_t = Σ_k A_k (Y_k - Y_t) over any N keys, whose k = t term is zero, so by
+       the triangle inequality ‖MHSA_q - Conv_q‖ ≤ Σ_h ε max_k ‖Y^(h)_k - Y^(h)_t‖.
+
+    ``factor`` scales the claimed bound (``factor=1/2`` is the false variant; step 2's equality case refutes it).
+    """
+    r, s, theta = sp.symbols("R S theta", positive=True)
+    d = sp.Symbol("d", **_pos_int)
+    mass = r / (1 + r)
+    target_weight = verify_equal("target weight", "1 - 1/(1+R) = R/(1+R)", 1 - 1 / (1 + r), mass,
+                                 scope="general", variables=("R",))
+    derivative = sp.simplify(sp.diff(mass, r))
+    increasing = ProofResult("x/(1+x) increases", "d/dR [R/(1+R)] = 1/(1+R)² > 0",
+                             sp.simplify(derivative - 1 / (1 + r) ** 2) + (0 if derivative.is_positive else 1),
+                             scope="general", variables=("R ≥ 0",))
+    bound = factor * s / (1 + s)
+    tight = verify_equal("the bound is attained in the interior (R = S)", "ε(R = S) = bound(S)",
+                         mass.subs(r, s), bound, scope="general", variables=("S",))
+    closed = verify_equal("closed form", "S/(1+S) = 1 - θ^{-d} for S = θ^d - 1",
+                          (s / (1 + s)).subs(s, theta**d - 1), 1 - theta ** (-d), scope="general",
+                          variables=("θ", "d"))
+    n = sp.Symbol("N", **_pos_int)
+    k, t = sp.symbols("k t", **_int)
+    a, y = sp.IndexedBase("A"), sp.IndexedBase("Y")
+    # Σ_k A_k Y_k - Y_t with Y_t = Y_t Σ_k A_k (the rows of A sum to one)
+    lhs = sp.Sum(a[k] * y[k], (k, 1, n)) - y[t] * sp.Sum(a[k], (k, 1, n))
+    rhs = sp.Sum(a[k] * (y[k] - y[t]), (k, 1, n))
+    error = verify_equal("error as a weighted sum of differences", "Σ_k A_k Y_k - Y_t = Σ_k A_k (Y_k - Y_t)",
+                         lhs, rhs, simplify=lambda e: sp.expand(pull_sums(e)), scope="general",
+                         variables=("N", "A", "Y", "t"))
+    return combine(
+        "finite-α bound",
+        f"off-target mass ≤ {factor}·S/(1+S); ‖MHSA(X)_q - Conv(X)_q‖ ≤ Σ_h ε max_k ‖(X_k - X_t) W^(h)‖",
+        [target_weight, increasing, tight, closed, error], scope="general",
+        variables=("α", "d", "N", "grid"),
+    )
+
+
+def softmax_factorization(coupled: bool = False) -> ProofResult:
+    """softmax over an H x W grid of logits a_i + b_j is softmax(a)_i · softmax(b)_j: P = P_row ⊗ P_col, for every
+    H and W (symbolic). ``coupled=True`` adds a term c·a_i·b_j that couples the axes (a false statement).
+    """
+    rows, cols = sp.symbols("H W", **_pos_int)
+    i, j, p, q = sp.symbols("i j p q", **_int)
+    a, b = sp.IndexedBase("a", real=True), sp.IndexedBase("b", real=True)
+    c = sp.Symbol("c", real=True)
+
+    def logit(m, n):
+        return a[m] + b[n] + (c * a[m] * b[n] if coupled else 0)
+
+    lhs = sp.exp(logit(p, q)) / sp.Sum(sp.exp(logit(i, j)), (i, 1, rows), (j, 1, cols))
+    rhs = sp.exp(a[p]) / sp.Sum(sp.exp(a[i]), (i, 1, rows)) * sp.exp(b[q]) / sp.Sum(sp.exp(b[j]), (j, 1, cols))
+    return verify_equal("softmax factorisation over a grid",
+                        "softmax_{(i,j)}(a_i + b_j) = softmax(a)_i softmax(b)_j, so P = P_row ⊗ P_col",
+                        lhs, rhs, simplify=sum_simplify, scope="general", variables=("H", "W", "a", "b"))

@@ -1,9 +1,11 @@
 """SymPy proofs of the sequence claims of Chang et al. 2021: relative positions are convolutions.
 
-Each function builds both sides of one claim from symbols (tokens x_i, biases b_δ, projection matrices, relative
-embeddings) on a short sequence and returns a :class:`~attnconv.proofs.result.ProofResult` with the simplified
-residual. Each has an argument that turns the claim into a false one (a zero-padded boundary, a missing scale, the
-wrong token predicting a kernel), and the tests check that the false version is reported as not verified.
+The core proofs are symbolic in the sequence length N, the clipping distance k, the query position i, the channel
+count C and the head dimension D_h: rows of attention are ``Sum`` objects over symbolic key ranges, projections are
+sums over symbolic channels or matrix expressions with symbolic shapes, and the kernel β is normalised over its own
+taps, so the attention's normaliser has to cancel against it. Each function has an argument that turns the claim
+into a false one (a flipped offset, a zero-padded boundary, a missing scale, the wrong token predicting a kernel),
+and the tests check that the false version is reported as not verified.
 
 Conventions: δ = j - i (key minus query), k = ``max_distance``, clip(δ) = max(-k, min(k, δ)). One channel of
 tokens suffices for the claims about the softmax, since a lightweight convolution applies the same kernel to
@@ -18,10 +20,12 @@ import sympy as sp
 import torch
 
 from ..positional.sequence import relative_position_bucket
+from ._symbolic import reindex, sum_simplify
 from .result import ProofResult, verify_equal
 
 __all__ = [
     "fixed_bias_is_lightweight_conv",
+    "boundary_renormalisation",
     "clipped_bias_tails",
     "query_dependent_is_dynamic_conv",
     "dynamic_kernel_rank",
@@ -36,112 +40,121 @@ def _clip(delta: int, k: int) -> int:
     return max(-k, min(k, delta))
 
 
-def _bias_symbols(k: int) -> dict[int, sp.Symbol]:
-    return {d: sp.Symbol(f"b_{{{d}}}", real=True) for d in range(-k, k + 1)}
-
-
-def _tokens(n: int) -> list[sp.Symbol]:
-    return list(sp.symbols(f"x0:{n}", real=True))
-
-
-def _weighted_mean(logits: dict[int, sp.Expr], x: list[sp.Symbol]) -> sp.Expr:
-    """Σ_j e^{l_j} x_j / Σ_j e^{l_j} over the keys j in ``logits``: one row of softmax attention."""
-    total = sum(sp.exp(v) for v in logits.values())
-    return sum(sp.exp(v) * x[j] for j, v in logits.items()) / total
-
-
-def _rational(expr: sp.Expr) -> sp.Expr:
-    return sp.cancel(sp.together(sp.expand(expr)))
+def _clip_symbolic(delta: sp.Expr, k: sp.Expr) -> sp.Expr:
+    return sp.Max(-k, sp.Min(k, delta))
 
 
 def _matrix(rows: int, cols: int, name: str) -> sp.Matrix:
     return sp.Matrix(rows, cols, lambda r, c: sp.Symbol(f"{name}_{r}{c}", real=True))
 
 
-def fixed_bias_is_lightweight_conv(length: int = 6, max_distance: int = 2, positions: str = "interior",
-                                   boundary: str = "zeros") -> ProofResult:
-    """Equivalence 1: attention with logits b_{j-i} on abs(j - i) ≤ k (no content term) is the lightweight
-    convolution with kernel β = softmax(b).
+def _symbols():
+    """Symbolic sizes and indices shared by the general proofs."""
+    n, k, c, d = sp.symbols("N k C D_h", integer=True, positive=True)
+    i, j, delta, e, ch, dd = sp.symbols("i j delta epsilon c d", integer=True)
+    return n, k, c, d, i, j, delta, e, ch, dd
 
-    ``positions="interior"`` checks k ≤ i < N - k, where every tap exists; ``positions="all"`` checks every i.
-    ``boundary="zeros"`` compares with the zero-padded convolution Σ_δ β_δ x_{i+δ} (missing taps read 0);
-    ``boundary="renormalize"`` with the convolution renormalised over the taps that exist. The pair
-    ``positions="all", boundary="zeros"`` is false: at the edges attention renormalises and zero padding does not.
+
+def _attention_row(logit, x, j, lo, hi):
+    """Σ_j e^{l_j} x_j / Σ_j e^{l_j} for keys j = lo..hi: one row of softmax attention."""
+    return sp.Sum(sp.exp(logit(j)) * x[j], (j, lo, hi)) / sp.Sum(sp.exp(logit(j)), (j, lo, hi))
+
+
+def fixed_bias_is_lightweight_conv(offset: str = "key-query") -> ProofResult:
+    """Equivalence 1: attention with logits b_{j-i} on the keys abs(j - i) ≤ k (no content term) is, at every
+    query i whose 2k + 1 keys all exist, the lightweight convolution Σ_δ β_δ x_{i+δ} with β = softmax(b).
+
+    Symbolic in N, k, i and the bias b (the kernel β is normalised over its own 2k + 1 taps, so the attention's
+    normaliser must cancel against it). ``offset="query-key"`` indexes the bias by i - j (a flipped kernel: false).
+    Boundary queries are :func:`boundary_renormalisation`.
     """
-    if positions not in ("interior", "all") or boundary not in ("zeros", "renormalize"):
-        raise ValueError("positions must be 'interior' or 'all', boundary 'zeros' or 'renormalize'")
-    if length < 2 * max_distance + 1:
-        raise ValueError(f"length must be at least 2 max_distance + 1 = {2 * max_distance + 1}, got {length}")
-    n, k = length, max_distance
-    x, b = _tokens(n), _bias_symbols(k)
-    z = sum(sp.exp(v) for v in b.values())
-    rows = range(k, n - k) if positions == "interior" else range(n)
-    lhs, rhs = [], []
-    for i in rows:
-        taps = [d for d in range(-k, k + 1) if 0 <= i + d < n]
-        lhs.append(_weighted_mean({i + d: b[d] for d in taps}, x))  # attention: softmax over existing keys
-        if boundary == "zeros":
-            rhs.append(sum(sp.exp(b[d]) / z * x[i + d] for d in taps))
-        else:
-            rhs.append(sum(sp.exp(b[d]) * x[i + d] for d in taps) / sum(sp.exp(b[d]) for d in taps))
-    where = "interior positions k ≤ i < N-k" if positions == "interior" else "every position"
-    conv = "zero-padded" if boundary == "zeros" else "boundary-renormalised"
+    if offset not in ("key-query", "query-key"):
+        raise ValueError(f"offset must be 'key-query' or 'query-key', got {offset!r}")
+    n, k, _, _, i, j, delta, e, _, _ = _symbols()
+    b, x = sp.IndexedBase("b", real=True), sp.IndexedBase("x", real=True)
+    sign = 1 if offset == "key-query" else -1
+    attention = _attention_row(lambda key: b[sign * (key - i)], x, j, i - k, i + k)
+    beta = sp.exp(b[delta]) / sp.Sum(sp.exp(b[e]), (e, -k, k))
+    conv = sp.Sum(beta * x[i + delta], (delta, -k, k))
     return verify_equal(
-        f"fixed bias = lightweight conv ({conv}, {where}; N={n}, k={k})",
-        f"softmax_j(b_(j-i)) over |j-i| ≤ k, applied to x, equals the {conv} convolution with β = softmax(b) at {where}",
-        sp.Matrix(lhs), sp.Matrix(rhs), simplify=_rational,
+        "fixed bias = lightweight conv",
+        "softmax_j(b_(j-i)) over |j-i| ≤ k applied to x = Σ_δ β_δ x_(i+δ), β = softmax(b), for k ≤ i < N-k",
+        reindex(attention, j, i, delta), conv, simplify=sum_simplify,
+        scope="general", variables=("N", "k", "i", "b"),
     )
 
 
-def clipped_bias_tails(length: int = 5, max_distance: int = 1, tails: str = "edge") -> ProofResult:
-    """The clipping caveat: attention with the clipped bias b_{clip(j-i)} over all keys is the renormalised
-    convolution whose kernel has 2N - 1 taps with w_δ = b_{clip(δ)}: constant tails equal to the edge weight.
+def boundary_renormalisation(renormalize: bool = True) -> ProofResult:
+    """At any query i, attention over the keys that exist (offsets L_i..U_i with L_i = max(-k, -i),
+    U_i = min(k, N-1-i)) is the *renormalised* lightweight convolution Σ_{δ=L}^{U} β_δ x_{i+δ} / Σ_{δ=L}^{U} β_δ,
+    β = softmax(b) over all 2k + 1 taps. Symbolic in N, k, i, L and U.
 
-    ``tails="zero"`` claims instead the finite 2k+1-tap kernel (zero weight beyond ±k): false when N > k + 1.
+    ``renormalize=False`` compares with the zero-padded convolution Σ_{δ=L}^{U} β_δ x_{i+δ} (false at the edges).
+    """
+    n, k, _, _, i, j, delta, e, _, _ = _symbols()
+    lo, hi = sp.symbols("L U", integer=True)
+    b, x = sp.IndexedBase("b", real=True), sp.IndexedBase("x", real=True)
+    attention = _attention_row(lambda key: b[key - i], x, j, i + lo, i + hi)
+    beta = sp.exp(b[delta]) / sp.Sum(sp.exp(b[e]), (e, -k, k))
+    conv = sp.Sum(beta * x[i + delta], (delta, lo, hi))
+    if renormalize:
+        conv = conv / sp.Sum(beta, (delta, lo, hi))
+    return verify_equal(
+        "boundary renormalisation",
+        "at every query, attention over existing keys = Σ_{δ∈T_i} β_δ x_(i+δ) / Σ_{δ∈T_i} β_δ (renormalised conv)",
+        reindex(attention, j, i, delta), conv, simplify=sum_simplify,
+        scope="general", variables=("N", "k", "i", "L_i", "U_i", "b"),
+    )
+
+
+def clipped_bias_tails(tails: str = "edge") -> ProofResult:
+    """The clipping caveat: attention with the clipped bias b_{clip(j-i)} over all N keys is the renormalised
+    convolution with the 2N - 1-tap kernel w_δ = b_{clip(δ)} (constant tails equal to the edge weight), whose
+    normalised kernel β = softmax(w) cancels. Symbolic in N, k and i.
+
+    ``tails="zero"`` claims instead the 2k + 1-tap kernel (zero weight beyond ±k): false when N > k + 1.
     """
     if tails not in ("edge", "zero"):
         raise ValueError(f"tails must be 'edge' or 'zero', got {tails!r}")
-    n, k = length, max_distance
-    x, b = _tokens(n), _bias_symbols(k)
-    lhs, rhs = [], []
-    for i in range(n):
-        lhs.append(_weighted_mean({j: b[_clip(j - i, k)] for j in range(n)}, x))
-        reach = n - 1 if tails == "edge" else k
-        taps = [d for d in range(-reach, reach + 1) if 0 <= i + d < n]
-        weights = {d: sp.exp(b[_clip(d, k)]) for d in taps}
-        rhs.append(sum(weights[d] * x[i + d] for d in taps) / sum(weights.values()))
+    n, k, _, _, i, j, delta, e, _, _ = _symbols()
+    b, x = sp.IndexedBase("b", real=True), sp.IndexedBase("x", real=True)
+    attention = _attention_row(lambda key: b[_clip_symbolic(key - i, k)], x, j, 0, n - 1)
+    reach = n - 1 if tails == "edge" else k
+    beta = sp.exp(b[_clip_symbolic(delta, k)]) / sp.Sum(sp.exp(b[_clip_symbolic(e, k)]), (e, -reach, reach))
+    lo, hi = (-i, n - 1 - i) if tails == "edge" else (sp.Max(-k, -i), sp.Min(k, n - 1 - i))
+    conv = sp.Sum(beta * x[i + delta], (delta, lo, hi)) / sp.Sum(beta, (delta, lo, hi))
     kernel = "2N-1 taps, w_δ = b_clip(δ)" if tails == "edge" else "2k+1 taps, zero beyond ±k"
     return verify_equal(
-        f"clipped bias has constant tails (N={n}, k={k}, claim: {kernel})",
+        f"clipped bias has constant tails (claim: {kernel})",
         f"softmax_j(b_clip(j-i)) over all keys = renormalised convolution with {kernel}",
-        sp.Matrix(lhs), sp.Matrix(rhs), simplify=_rational,
+        reindex(attention, j, i, delta), conv, simplify=sum_simplify,
+        scope="general", variables=("N", "k", "i", "b"),
     )
 
 
-def query_dependent_is_dynamic_conv(length: int = 4, embed_dim: int = 2, head_dim: int = 2, max_distance: int = 1,
-                                    scaled: bool = True) -> ProofResult:
+def query_dependent_is_dynamic_conv(scaled: bool = True) -> ProofResult:
     """Equivalence 2: Shaw et al.'s term (x_i W^Q + b^Q)·a_{clip(j-i)} / sqrt(D_h) is the dynamic kernel
-    x_i W^D + b^D read at tap clip(j-i) + k, with W^D = W^Q [a_{-k} ... a_k] / sqrt(D_h) and
-    b^D = b^Q [a_{-k} ... a_k] / sqrt(D_h): a kernel predicted from the query token alone.
+    x_i W^D + b^D read at tap clip(j-i) + k, with W^D = W^Q A^T / sqrt(D_h) and b^D = b^Q A^T / sqrt(D_h)
+    (A = [a_{-k} ... a_k] stacked as rows): a kernel predicted from the query token alone.
 
-    Equal logits give equal softmax rows, so the attention is the dynamic lightweight convolution
-    softmax(x_i W^D + b^D). ``scaled=False`` drops the 1/sqrt(D_h) from W^D and b^D (a false statement).
+    Proved for all taps at once as an identity of matrix expressions with symbolic N, C, D_h and k (both sides
+    are read at the same tap clip(j - i) + k). Equal logits give equal softmax rows, so the attention is the
+    dynamic lightweight convolution softmax(x_i W^D + b^D). ``scaled=False`` drops the 1/sqrt(D_h) from W^D and
+    b^D (a false statement).
     """
-    n, c, d, k = length, embed_dim, head_dim, max_distance
-    x = _matrix(n, c, "x")
-    w_q, b_q = _matrix(c, d, "W^Q"), _matrix(1, d, "b^Q")
-    a = _matrix(2 * k + 1, d, "a")  # row t: a_{t-k}
-    root = sp.sqrt(d)
-    w_d = w_q * a.T / (root if scaled else 1)  # (C, 2k+1)
-    b_d = b_q * a.T / (root if scaled else 1)  # (1, 2k+1)
-    q = x * w_q + sp.ones(n, 1) * b_q  # (N, D_h)
-    kernels = x * w_d + sp.ones(n, 1) * b_d  # (N, 2k+1): row i is token i's kernel logits
-    lhs = sp.Matrix(n, n, lambda i, j: q.row(i).dot(a.row(_clip(j - i, k) + k)) / root)
-    rhs = sp.Matrix(n, n, lambda i, j: kernels[i, _clip(j - i, k) + k])
+    n, k, c, d = sp.symbols("N k C D_h", integer=True, positive=True)
+    x, w_q = sp.MatrixSymbol("X", n, c), sp.MatrixSymbol("W^Q", c, d)
+    b_q, a = sp.MatrixSymbol("b^Q", 1, d), sp.MatrixSymbol("A", 2 * k + 1, d)
+    ones = sp.OneMatrix(n, 1)
+    scale = 1 / sp.sqrt(d) if scaled else 1
+    w_d, b_d = w_q * a.T * scale, b_q * a.T * scale  # (C, 2k+1), (1, 2k+1)
+    lhs = (x * w_q + ones * b_q) * a.T / sp.sqrt(d)  # (N, 2k+1): row i holds query i's logit at every tap
+    rhs = x * w_d + ones * b_d
     return verify_equal(
-        f"query-dependent term = dynamic conv (N={n}, C={c}, D_h={d}, k={k})",
+        "query-dependent term = dynamic conv",
         "(x_i W^Q + b^Q)·a_clip(j-i)/√D_h = (x_i W^D + b^D)_clip(j-i), W^D = W^Q A^T/√D_h, b^D = b^Q A^T/√D_h",
-        lhs, rhs, simplify=sp.expand,
+        lhs, rhs, simplify=lambda e: sp.expand(e).doit(),
+        scope="general", variables=("N", "C", "D_h", "k"),
     )
 
 
@@ -163,118 +176,135 @@ def dynamic_kernel_rank(embed_dim: int = 3, head_dim: int = 1, max_distance: int
         f"rank W^D ≤ {r} (C={c}, D_h={d}, k={k})",
         f"all ({r + 1})-minors of W^D = W^Q A^T/√D_h vanish, so rank W^D ≤ {r}",
         residual, sp.zeros(*residual.shape), simplify=sp.expand,
+        scope="instance", instance=f"C={c}, D_h={d}, k={k}",
     )
 
 
-def key_dependent_is_dynamic_conv(length: int = 4, embed_dim: int = 2, head_dim: int = 1, max_distance: int = 1,
-                                  predictor: str = "key") -> ProofResult:
+def _keys_and_kernels():
+    """Index-level symbols: token x_{m,c}, projections, relative embeddings and the clipped tap of j - i."""
+    n, k, c, d, i, j, delta, e, ch, dd = _symbols()
+    x = sp.IndexedBase("x", real=True)
+    w_q, w_k = sp.IndexedBase("W^Q", real=True), sp.IndexedBase("W^K", real=True)
+
+    def project(w, m, col):  # (x_m W)_col = Σ_c x_{m,c} W_{c,col}
+        return sp.Sum(x[m, ch] * w[ch, col], (ch, 1, c))
+
+    return n, k, c, d, i, j, delta, dd, project, w_q, w_k
+
+
+def key_dependent_is_dynamic_conv(predictor: str = "key") -> ProofResult:
     """Equivalence 3: the key-dependent term (x_j W^K)·c_{clip(j-i)} / sqrt(D_h) is a dynamic convolution whose
     weight at offset δ is predicted from the token it reads: κ_i[δ] = γ_{i+δ}[clip(δ)] with
-    γ_j = x_j W^K [c_{-k} ... c_k] / sqrt(D_h).
+    γ_m[t] = (x_m W^K)·c_t / sqrt(D_h). Symbolic in i, j, C, D_h and k.
 
     ``predictor="query"`` claims κ_i[δ] = γ_i[clip(δ)], a kernel predicted from the query (false).
     """
     if predictor not in ("key", "query"):
         raise ValueError(f"predictor must be 'key' or 'query', got {predictor!r}")
-    n, c, d, k = length, embed_dim, head_dim, max_distance
-    x = _matrix(n, c, "x")
-    w_k, cemb = _matrix(c, d, "W^K"), _matrix(2 * k + 1, d, "c")
-    keys = x * w_k
-    gamma = keys * cemb.T / sp.sqrt(d)  # (N, 2k+1): row j is predicted from token j alone
-    lhs = sp.Matrix(n, n, lambda i, j: keys.row(j).dot(cemb.row(_clip(j - i, k) + k)) / sp.sqrt(d))
-    source = (lambda i, j: j) if predictor == "key" else (lambda i, j: i)
-    rhs = sp.Matrix(n, n, lambda i, j: gamma[source(i, j), _clip(j - i, k) + k])
+    n, k, c, d, i, j, delta, dd, project, _, w_k = _keys_and_kernels()
+    emb = sp.IndexedBase("c", real=True)
+
+    def gamma(m, t):
+        return sp.Sum(project(w_k, m, dd) * emb[t, dd], (dd, 1, d)) / sp.sqrt(d)
+
+    lhs = sp.Sum(project(w_k, j, dd) * emb[_clip_symbolic(j - i, k), dd], (dd, 1, d)) / sp.sqrt(d)
+    reader = i + delta if predictor == "key" else i
+    kernel = gamma(reader, _clip_symbolic(delta, k))  # κ_i[δ]
     return verify_equal(
-        f"key-dependent term = dynamic conv predicted from the {predictor} (N={n}, D_h={d}, k={k})",
-        f"(x_j W^K)·c_clip(j-i)/√D_h = γ_{'i+δ' if predictor == 'key' else 'i'}[clip(δ)], γ_j = x_j W^K C^T/√D_h",
-        lhs, rhs, simplify=sp.expand,
+        f"key-dependent term = dynamic conv predicted from the {predictor}",
+        f"(x_j W^K)·c_clip(j-i)/√D_h = κ_i[j-i], κ_i[δ] = γ_{'i+δ' if predictor == 'key' else 'i'}[clip(δ)]",
+        lhs, kernel.subs(delta, j - i), simplify=sum_simplify,
+        scope="general", variables=("i", "j", "C", "D_h", "k"),
     )
 
 
-def composite_is_sum_of_kernels(length: int = 4, embed_dim: int = 1, head_dim: int = 1, max_distance: int = 1,
-                                key_predictor: str = "key") -> ProofResult:
-    """Composite attention is a softmax of a sum of convolution kernels.
+def composite_is_sum_of_kernels(key_predictor: str = "key") -> ProofResult:
+    """Composite attention = softmax of content logits plus a sum of three convolution kernels.
 
     The logits L_ij = q_i·k_j/√D_h + b_clip(δ) + q_i·a_clip(δ)/√D_h + k_j·c_clip(δ)/√D_h (δ = j - i) equal
-    Σ_terms κ_i[δ] at δ = j - i, with each kernel built only from what it is claimed to depend on:
+    M_ij + κ_i[δ] with the content matrix M_ij = q_i·k_j/√D_h and κ the sum of three relative kernels, each
+    built only from what it is claimed to depend on:
 
-    - content κ_i[δ] = (x_i W^Q)(x_{i+δ} W^K)^T / √D_h: both tokens (a full-width dynamic kernel);
     - fixed κ[δ] = b_clip(δ): no token (a lightweight convolution);
-    - query κ_i[δ] = (x_i W^D)_clip(δ): the query token (a dynamic convolution);
-    - key κ_i[δ] = γ_{i+δ}[clip(δ)]: the key token.
+    - query κ_i[δ] = (x_i W^D)_clip(δ): the query token (a dynamic convolution, Equivalence 2);
+    - key κ_i[δ] = γ_{i+δ}[clip(δ)]: the key token (Equivalence 3).
 
-    ``key_predictor="query"`` builds the key kernel from the query token instead (a false statement).
+    The content term is *not* a convolution in any useful sense: writing it as κ_i[δ] = M_{i,i+δ} re-indexes an
+    arbitrary N x N matrix. Symbolic in i, j, C, D_h and k. ``key_predictor="query"`` builds the key kernel from
+    the query token instead (a false statement).
     """
-    n, c, d, k = length, embed_dim, head_dim, max_distance
-    x = _matrix(n, c, "x")
-    w_q, w_k = _matrix(c, d, "W^Q"), _matrix(c, d, "W^K")
-    a, cemb, b = _matrix(2 * k + 1, d, "a"), _matrix(2 * k + 1, d, "c"), _bias_symbols(k)
+    if key_predictor not in ("key", "query"):
+        raise ValueError(f"key_predictor must be 'key' or 'query', got {key_predictor!r}")
+    n, k, c, d, i, j, delta, dd, project, w_q, w_k = _keys_and_kernels()
+    a, emb, b = sp.IndexedBase("a", real=True), sp.IndexedBase("c", real=True), sp.IndexedBase("b", real=True)
     root = sp.sqrt(d)
-    q, keys = x * w_q, x * w_k
-    w_d, gamma = w_q * a.T / root, keys * cemb.T / root
 
-    def logit(i: int, j: int) -> sp.Expr:
-        t = _clip(j - i, k) + k
-        return q.row(i).dot(keys.row(j)) / root + b[t - k] + q.row(i).dot(a.row(t)) / root + keys.row(j).dot(cemb.row(t)) / root
+    def dot(u, v):
+        return sp.Sum(u * v, (dd, 1, d)) / root
 
-    def kernel_sum(i: int, delta: int) -> sp.Expr:
-        t = _clip(delta, k) + k
-        reader = i + delta if key_predictor == "key" else i
-        content = q.row(i).dot(keys.row(i + delta)) / root
-        return content + b[t - k] + (x.row(i) * w_d)[t] + gamma[reader, t]
-
-    lhs = sp.Matrix(n, n, logit)
-    rhs = sp.Matrix(n, n, lambda i, j: kernel_sum(i, j - i))
+    t = _clip_symbolic(j - i, k)
+    content = dot(project(w_q, i, dd), project(w_k, j, dd))
+    logit = content + b[t] + dot(project(w_q, i, dd), a[t, dd]) + dot(project(w_k, j, dd), emb[t, dd])
+    tap = _clip_symbolic(delta, k)
+    fixed = b[tap]
+    query = sp.Sum(project(w_q, i, dd) * a[tap, dd], (dd, 1, d)) / root  # (x_i W^D)_tap
+    reader = i + delta if key_predictor == "key" else i
+    key = sp.Sum(project(w_k, reader, dd) * emb[tap, dd], (dd, 1, d)) / root  # γ_reader[tap]
     return verify_equal(
-        f"composite logits = sum of four kernels (N={n}, k={k}, key kernel from the {key_predictor})",
-        "L_ij = κ^content_i[δ] + κ^fixed[δ] + κ^query_i[δ] + κ^key_i[δ] at δ = j - i",
-        lhs, rhs, simplify=sp.expand,
+        f"composite logits = content + three relative kernels (key kernel from the {key_predictor})",
+        "L_ij = M_ij + κ^fixed[δ] + κ^query_i[δ] + κ^key_i[δ] at δ = j - i; only the κ's are convolutions",
+        logit, content + (fixed + query + key).subs(delta, j - i), simplify=sum_simplify,
+        scope="general", variables=("i", "j", "C", "D_h", "k"),
+        steps=(query_dependent_is_dynamic_conv(), key_dependent_is_dynamic_conv()),
     )
 
 
-def alibi_kernel_decay(length: int = 5, causal: bool = False, rate: int = 1) -> ProofResult:
+def alibi_kernel_decay(causal: bool = False, rate: int = 1) -> ProofResult:
     """ALiBi is a lightweight convolution with a geometric kernel: for logits -m abs(j - i) the attention weights
-    of any query satisfy A_{i,j±1} / A_{i,j} = e^{-m} moving away from i (and, causally, A_{i,j} = 0 for j > i).
+    of any query satisfy A_{i,j±1} / A_{i,j} = e^{-m} moving away from i, for any N and distance t = abs(j - i),
+    whatever the normaliser (causal or not; causally A_{i,j} = 0 for j > i).
 
     ``rate=2`` claims the ratio e^{-2m} (false).
     """
     m = sp.Symbol("m", positive=True)
-    n = length
-    residual = []
-    for i in range(n):
-        keys = range(i + 1) if causal else range(n)
-        total = sum(sp.exp(-m * abs(j - i)) for j in keys)
-        weight = {j: sp.exp(-m * abs(j - i)) / total for j in keys}
-        for j in keys:
-            step = j + 1 if j >= i else j - 1  # the next key away from the query
-            if step in weight:
-                residual.append(weight[step] / weight[j] - sp.exp(-rate * m))
+    t = sp.Symbol("t", integer=True, nonnegative=True)  # distance of key j from the query
+    n, i, key = sp.symbols("N i j", integer=True)
+    lo, hi = (0, i) if causal else (0, n - 1)
+    z = sp.Sum(sp.exp(-m * sp.Abs(key - i)), (key, lo, hi))  # the row's normaliser, shared by both weights
+    ratio = (sp.exp(-m * (t + 1)) / z) / (sp.exp(-m * t) / z)
     kind = "causal" if causal else "bidirectional"
     return verify_equal(
-        f"ALiBi kernel decays by e^(-{rate}m) per step ({kind}, N={n})",
+        f"ALiBi kernel decays by e^(-{rate}m) per step ({kind})",
         f"softmax_j(-m|j-i|): each step away from the query multiplies the weight by e^(-{rate}m)",
-        sp.Matrix(residual), sp.zeros(len(residual), 1), simplify=sp.simplify,
+        ratio, sp.exp(-rate * m), simplify=sp.simplify, scope="general", variables=("N", "i", "t", "m"),
     )
 
 
 def bucketed_kernel_is_piecewise_constant(num_buckets: int = 8, max_distance: int = 6,
-                                          merge_adjacent: bool = False) -> ProofResult:
-    """T5's bucketed bias w_bucket(δ) gives a lightweight-convolution kernel β_δ = e^{w_bucket(δ)} / Z that is
-    constant on each bucket, for every offset up to and beyond ±k (bucketing includes clipping).
+                                          bucket=None) -> ProofResult:
+    """T5's bucketed bias gives a lightweight-convolution kernel β_δ = e^{w_bucket(δ)} / Z that
 
-    ``merge_adjacent=True`` also claims equality across neighbouring buckets (false).
+    - is constant beyond the clipping distance on each side: β_δ = β_{±k} for abs(δ) ≥ k (bucketing clips), and
+    - is free near the query: the offsets with abs(δ) < num_buckets / 4 each have their own bucket, so β_δ ≠ β_δ'
+      for distinct such offsets (the residual counts offsets that share a bucket).
+
+    ``bucket(offsets, num_buckets, max_distance)`` defaults to :func:`relative_position_bucket`; any other labelling
+    (random labels, no clipping) fails. One instance of num_buckets and k.
     """
     k = max_distance
-    offsets = list(range(-k - 2, k + 3))
-    buckets = relative_position_bucket(torch.tensor(offsets), num_buckets, k).tolist()
-    w = sp.symbols(f"w0:{num_buckets}", real=True)
-    z = sum(sp.exp(w[bk]) for bk in buckets)
-    beta = {d: sp.exp(w[bk]) / z for d, bk in zip(offsets, buckets)}
-    pairs = [(d, e) for d, e in zip(offsets, offsets[1:])
-             if buckets[offsets.index(d)] == buckets[offsets.index(e)] or merge_adjacent]
-    residual = sp.Matrix([beta[d] - beta[e] for d, e in pairs])
+    bucket = bucket or (lambda d, nb, md: relative_position_bucket(torch.tensor(d), nb, md).tolist())
+    offsets = list(range(-k - 3, k + 4))
+    labels = dict(zip(offsets, bucket(offsets, num_buckets, k)))
+    w = sp.symbols(f"w0:{max(labels.values()) + 1}", real=True)
+    z = sum(sp.exp(w[label]) for label in labels.values())
+    beta = {d: sp.exp(w[label]) / z for d, label in labels.items()}
+    tails = [beta[d] - beta[k if d > 0 else -k] for d in offsets if abs(d) >= k]
+    exact = [d for d in offsets if abs(d) < num_buckets // 4]
+    shared = sum(1 for d, e in itertools.combinations(exact, 2) if labels[d] == labels[e])
+    residual = sp.Matrix([*tails, shared])
     return verify_equal(
-        f"T5-bucketed kernel is piecewise constant ({num_buckets} buckets, k={k})",
-        "β_δ = β_δ' whenever bucket(δ) = bucket(δ'): the kernel is constant on each bucket",
-        residual, sp.zeros(len(pairs), 1), simplify=sp.simplify,
+        f"T5-bucketed kernel: clipped tails, free centre ({num_buckets} buckets, k={k})",
+        "β_δ = β_(±k) for |δ| ≥ k, and distinct weights for |δ| < num_buckets/4",
+        residual, sp.zeros(len(tails) + 1, 1), simplify=sp.simplify,
+        scope="instance", instance=f"num_buckets={num_buckets}, max_distance={k}",
     )

@@ -1,0 +1,54 @@
+"""The genuine quadratic encoding at finite α: it converges to the convolution, and the error bound is tight."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnconv.bounds import conv_error_bound, off_target_mass_bound
+from attnconv.construct import conv_to_mhsa
+
+
+def _error(layer, conv, x) -> float:
+    with torch.no_grad():
+        return float((layer(x) - conv(x)).abs().max())
+
+
+@pytest.mark.parametrize("kernel_size", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("dims, dilation, stride", [(1, 1, 1), (1, 2, 3), (2, 1, 1), (2, 2, 1), (2, 1, 2),
+                                                    (2, 3, 2)])
+def test_finite_alpha_converges_to_the_convolution(kernel_size, dims, dilation, stride):
+    torch.manual_seed(kernel_size + 10 * dilation + 100 * stride)
+    conv_type = torch.nn.Conv1d if dims == 1 else torch.nn.Conv2d
+    padding = dilation * (kernel_size - 1) // 2
+    conv = conv_type(3, 4, kernel_size, stride=stride, padding=padding, dilation=dilation, dtype=torch.float64)
+    x = torch.randn(2, 3, *([11] * dims), dtype=torch.float64)
+    errors = {a: _error(conv_to_mhsa(conv, alpha=float(a)), conv, x) for a in (1, 4, 16, 64)}
+    assert errors[64] <= 1e-12, errors
+    if kernel_size > 1:  # a finite α really leaks: the check runs the encoding, not a hard mask
+        assert errors[1] > 1e-3 and errors[1] > errors[4] > errors[16], errors
+
+
+def test_shift_invariance_numerically():
+    torch.manual_seed(0)
+    z = torch.randn(5, 9, dtype=torch.float64)
+    c = torch.randn(5, 1, dtype=torch.float64)
+    torch.testing.assert_close(torch.softmax(z + c, -1), torch.softmax(z, -1), rtol=0, atol=1e-15)
+    assert not torch.allclose(torch.softmax(z + torch.randn_like(z), -1), torch.softmax(z, -1))
+
+
+@pytest.mark.parametrize("alpha", [0.5, 1.0, 2.0])
+def test_bound_is_nearly_attained(alpha):
+    # One head centred on the query (a 1x1 conv with weight 1): the query token is -1 and every other token +1,
+    # so every off-target key adds (1 - (-1)) times its weight: the error is 2 ε, the bound 2 ε(α).
+    conv = torch.nn.Conv1d(1, 1, 1, bias=False, dtype=torch.float64)
+    with torch.no_grad():
+        conv.weight.fill_(1.0)
+    x = torch.ones(1, 1, 61, dtype=torch.float64)
+    x[0, 0, 30] = -1.0
+    with torch.no_grad():
+        measured = float((conv_to_mhsa(conv, alpha=alpha)(x) - conv(x)).abs()[0, 0, 30])
+    bound = float(conv_error_bound(conv, x, alpha)[0])
+    assert measured <= bound * (1 + 1e-8)  # the layer's softmax agrees with the exact one to ~1e-9 relative
+    assert measured / bound >= 0.9, (measured, bound)  # a bound half as large would be broken
+    assert bound == pytest.approx(2 * off_target_mass_bound(alpha, dims=1), rel=1e-6)
