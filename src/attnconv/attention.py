@@ -189,7 +189,7 @@ class MultiHeadSelfAttention(nn.Module):
     def zero_padded(k: Tensor | None, v: Tensor, key_padding_mask: Tensor) -> tuple[Tensor | None, Tensor]:
         """Keys and values ``(B, N_h or 1, N, D_h)`` with zeros at padded tokens: a masked logit is then exactly
         -inf and a masked value exactly 0, whatever the padded token held (NaN included)."""
-        padded = key_padding_mask.reshape(v.shape[0], 1, -1, 1)  # (B, 1, N, 1)
+        padded = key_padding_mask.reshape(v.shape[0], 1, v.shape[2], 1)  # (B, 1, N, 1)
         return (None if k is None else k.masked_fill(padded, 0.0)), v.masked_fill(padded, 0.0)
 
     def padding_bias(self, key_padding_mask: Tensor, x_shape: torch.Size, dtype: torch.dtype) -> Tensor:
@@ -201,7 +201,7 @@ class MultiHeadSelfAttention(nn.Module):
                 f"key_padding_mask must have shape {tuple(x_shape[:-1])} (x without its channel axis), "
                 f"got {tuple(key_padding_mask.shape)}"
             )
-        flat = key_padding_mask.reshape(x_shape[0], -1)
+        flat = key_padding_mask.reshape(x_shape[0], math.prod(x_shape[1:-1]))
         if bool(flat.all(dim=1).any()):
             raise ValueError("key_padding_mask masks every key of some batch element; at least one must be kept")
         bias = torch.zeros(flat.shape, dtype=dtype, device=flat.device).masked_fill(flat, float("-inf"))

@@ -69,10 +69,12 @@ class AnisotropicGaussianEncoding(PositionalLogits):
         if len(grid) != 2:
             raise ValueError(f"AnisotropicGaussianEncoding works on (H, W) grids, got {tuple(grid)}")
         precision = self.precision()
-        reach = float(max(grid) - 1) + self.centers.detach().abs().amax()
-        if not bool(torch.isfinite(precision.detach() * reach**2).all()):
-            raise ValueError(f"the precision Σ^-1 = L Lᵀ must give finite logits in {precision.dtype} on a grid "
-                             f"{tuple(grid)}: got {precision.detach().tolist()} (use a wider dtype or a smaller alpha)")
         delta = relative_offsets(grid, self.centers.device).to(self.centers.dtype)  # (N, N, 2)
         diff = delta[None] - self.centers[:, None, None, :]  # (N_h, N, N, 2)
-        return -torch.einsum("hqki,hij,hqkj->hqk", diff, precision, diff)
+        logits = -torch.einsum("hqki,hij,hqkj->hqk", diff, precision, diff)
+        # The logits are <= 0 (-inf is a zero probability); NaN comes only from an overflowed precision or centre.
+        if not bool(torch.isfinite(precision).all()) or bool(torch.isnan(logits).any()):
+            raise ValueError(f"the precision Σ^-1 = L Lᵀ and the centers must give logits without NaN in "
+                             f"{precision.dtype}: got precision {precision.detach().tolist()} (use a wider dtype "
+                             "or a smaller precision)")
+        return logits
