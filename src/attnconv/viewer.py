@@ -1,0 +1,353 @@
+"""Interactive figures that need no kernel and no network: computed now, driven by the page's own JavaScript.
+
+A live ``ipywidgets`` slider redraws its figure by calling back into a Python kernel, so in a static page it moves
+and nothing changes. The viewers here compute every state in advance and ship it inside the output, with a few
+lines of JavaScript that only choose what to show, like the authors' explorer of trained heads
+(epfml.github.io/attention-cnn). They work in the book, offline, and in Jupyter and Colab.
+
+- :class:`FrameViewer`: one PNG frame per setting of its controls (sliders over a figure function).
+- :class:`HeatmapViewer`: maps stored as bytes and painted on canvases with a colormap and a colorbar, for
+  explorers whose settings are too many for PNG frames (every query pixel of every layer).
+
+Every viewer is a ``<div class="attnconv-viewer">`` whose controls are ``<input type="range">`` or ``<select>``
+elements; its image is an ``<img>`` or a row of ``<canvas>`` elements.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io
+import itertools
+import json
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["FrameViewer", "HeatmapViewer"]
+
+_STYLE = """<style>
+.attnconv-viewer {font-family: sans-serif; font-size: 14px; margin: 0.5em 0 1em 0; max-width: 100%;}
+.attnconv-viewer .av-controls {display: flex; flex-wrap: wrap; gap: 0.4em 1.4em; margin-bottom: 0.5em;}
+.attnconv-viewer label {display: inline-flex; align-items: center; gap: 0.4em;}
+.attnconv-viewer input[type=range] {width: 11em; max-width: 60vw;}
+.attnconv-viewer .av-value {min-width: 3.5em; font-variant-numeric: tabular-nums;}
+.attnconv-viewer img {max-width: 100%; height: auto;}
+.attnconv-viewer .av-panels {display: flex; flex-wrap: wrap; gap: 0.6em;}
+.attnconv-viewer .av-panel {text-align: center; font-size: 12px;}
+.attnconv-viewer canvas.av-map {image-rendering: pixelated; cursor: crosshair;
+  border: 1px solid #bbb;}
+.attnconv-viewer .av-colorbar {display: flex; align-items: center; gap: 0.4em; font-size: 12px; margin-top: 0.4em;}
+.attnconv-viewer canvas.av-cbar {width: 180px; height: 12px; image-rendering: pixelated; border: 1px solid #bbb;}
+</style>"""
+
+# Chooses the frame for the controls' current values. `controls` are read in order; the frame index is row-major.
+_SCRIPT = r"""
+(function () {
+  var root = document.getElementById(ROOT_ID);
+  if (!root || root.dataset.ready) return;
+  root.dataset.ready = "1";
+  var spec = JSON.parse(root.querySelector("script.av-spec").textContent);
+  var inputs = Array.prototype.slice.call(root.querySelectorAll(".av-control"));
+  function index() {
+    var k = 0;
+    inputs.forEach(function (el, i) { k = k * spec.sizes[i] + parseInt(el.value, 10); });
+    return k;
+  }
+  function showValues() {
+    inputs.forEach(function (el, i) {
+      var out = root.querySelector(".av-value[data-i='" + i + "']");
+      if (out) out.textContent = spec.labels[i][parseInt(el.value, 10)];
+    });
+  }
+  var draw;
+  if (spec.kind === "frames") {
+    var img = root.querySelector("img.av-frame");
+    draw = function () { img.src = "data:image/png;base64," + spec.frames[index()]; };
+  } else {
+    var raw = atob(spec.data), bytes = new Uint8Array(raw.length);
+    for (var i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+    var lut = atob(spec.lut), panels = spec.shapes.length, per = 0;
+    spec.shapes.forEach(function (sh) { per += sh[0] * sh[1]; });
+    var canvases = Array.prototype.slice.call(root.querySelectorAll("canvas.av-map"));
+    var vmax = root.querySelector(".av-vmax");
+    function paint(canvas, offset, h, w, mark) {
+      var ctx = canvas.getContext("2d"), im = ctx.createImageData(w, h);
+      for (var p = 0; p < h * w; p++) {
+        var v = bytes[offset + p];
+        im.data[4 * p] = lut.charCodeAt(3 * v); im.data[4 * p + 1] = lut.charCodeAt(3 * v + 1);
+        im.data[4 * p + 2] = lut.charCodeAt(3 * v + 2); im.data[4 * p + 3] = 255;
+      }
+      if (mark) {
+        [[-1, -1], [-1, 0], [-1, 1], [0, -1], [0, 1], [1, -1], [1, 0], [1, 1]].forEach(function (d) {
+          var r = mark[0] + d[0], c = mark[1] + d[1];
+          if (r >= 0 && r < h && c >= 0 && c < w) {
+            var q = 4 * (r * w + c); im.data[q] = 255; im.data[q + 1] = 0; im.data[q + 2] = 0;
+          }
+        });
+      }
+      ctx.putImageData(im, 0, 0);
+    }
+    draw = function () {
+      var k = index(), mark = null, offset = k * per;
+      if (spec.mark) mark = spec.mark.map(function (i) { return spec.values[i][parseInt(inputs[i].value, 10)]; });
+      canvases.forEach(function (c, p) {
+        var sh = spec.shapes[p];
+        paint(c, offset, sh[0], sh[1], mark);
+        offset += sh[0] * sh[1];
+      });
+      vmax.textContent = spec.vmax[k];
+    };
+    var cbar = root.querySelector("canvas.av-cbar").getContext("2d"), bar = cbar.createImageData(256, 1);
+    for (var v = 0; v < 256; v++) {
+      bar.data[4 * v] = lut.charCodeAt(3 * v); bar.data[4 * v + 1] = lut.charCodeAt(3 * v + 1);
+      bar.data[4 * v + 2] = lut.charCodeAt(3 * v + 2); bar.data[4 * v + 3] = 255;
+    }
+    cbar.putImageData(bar, 0, 0);
+    if (spec.mark) {
+      canvases.forEach(function (c) {
+        c.addEventListener("click", function (ev) {
+          var box = c.getBoundingClientRect();
+          var rc = [Math.floor((ev.clientY - box.top) / box.height * c.height),
+                    Math.floor((ev.clientX - box.left) / box.width * c.width)];
+          spec.mark.forEach(function (i, j) {
+            var best = 0;
+            spec.values[i].forEach(function (val, n) {
+              if (Math.abs(val - rc[j]) < Math.abs(spec.values[i][best] - rc[j])) best = n;
+            });
+            inputs[i].value = best;
+          });
+          showValues(); draw();
+        });
+      });
+    }
+  }
+  inputs.forEach(function (el) {
+    el.addEventListener("input", function () { showValues(); draw(); });
+    el.addEventListener("change", function () { showValues(); draw(); });
+  });
+  showValues(); draw();
+})();
+"""
+
+
+def _check_controls(controls: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
+    if not isinstance(controls, Mapping) or not controls:
+        raise ValueError("controls must be a non-empty mapping from a control's name to its list of values")
+    out = {}
+    for name, values in controls.items():
+        values = list(values)
+        if not isinstance(name, str) or not values:
+            raise ValueError(f"control {name!r}: needs a str name and at least one value")
+        out[name] = values
+    return out
+
+
+def _label(value: Any) -> str:
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.3g}"
+    if isinstance(value, np.integer):
+        return str(int(value))
+    return str(value)
+
+
+class _Viewer:
+    kind = ""
+
+    def __init__(self, controls: Mapping[str, Sequence[Any]], title: str = "",
+                 defaults: Mapping[str, Any] | None = None, labels: Mapping[str, Sequence[str]] | None = None):
+        self.controls = _check_controls(controls)
+        self.title = title
+        self.defaults = {}
+        for name, value in (defaults or {}).items():
+            if name not in self.controls:
+                raise ValueError(f"defaults: {name!r} is not one of the controls {list(self.controls)}")
+            matches = [i for i, v in enumerate(self.controls[name]) if v == value]
+            if not matches:
+                raise ValueError(f"defaults: {value!r} is not among the values of control {name!r}")
+            self.defaults[name] = matches[0]
+        self.labels = {name: [_label(v) for v in values] for name, values in self.controls.items()}
+        for name, given in (labels or {}).items():
+            if name not in self.controls or len(given) != len(self.controls[name]):
+                raise ValueError(f"labels[{name!r}] must give one label per value of that control")
+            self.labels[name] = [str(x) for x in given]
+
+    @property
+    def sizes(self) -> list[int]:
+        return [len(v) for v in self.controls.values()]
+
+    def settings(self) -> list[dict[str, Any]]:
+        """Every setting of the controls, in frame order (row-major: the last control varies fastest)."""
+        names = list(self.controls)
+        return [dict(zip(names, combo)) for combo in itertools.product(*self.controls.values())]
+
+    def _controls_html(self) -> str:
+        parts = []
+        for i, (name, values) in enumerate(self.controls.items()):
+            start = self.defaults.get(name, 0)
+            if all(isinstance(v, str) for v in values):
+                options = "".join(f'<option value="{n}"{" selected" if n == start else ""}>{html.escape(lab)}</option>'
+                                  for n, lab in enumerate(self.labels[name]))
+                parts.append(f'<label>{html.escape(name)} <select class="av-control" aria-label="{html.escape(name)}">'
+                             f"{options}</select></label>")
+            else:
+                parts.append(f'<label>{html.escape(name)} <input class="av-control" type="range" min="0" '
+                             f'max="{len(values) - 1}" step="1" value="{start}" aria-label="{html.escape(name)}">'
+                             f'<span class="av-value" data-i="{i}">{html.escape(self.labels[name][start])}</span>'
+                             "</label>")
+        return f'<div class="av-controls">{"".join(parts)}</div>'
+
+    def _spec(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _body_html(self) -> str:
+        raise NotImplementedError
+
+    def _repr_html_(self) -> str:
+        spec = self._spec()
+        spec.update(kind=self.kind, sizes=self.sizes, labels=list(self.labels.values()))
+        payload = json.dumps(spec, separators=(",", ":")).replace("</", "<\\/")
+        root = "attnconv-viewer-" + hashlib.sha1(payload.encode()).hexdigest()[:12]
+        title = f'<div class="av-title"><b>{html.escape(self.title)}</b></div>' if self.title else ""
+        return (f'{_STYLE}<div class="attnconv-viewer" id="{root}" data-kind="{self.kind}">{title}'
+                f"{self._controls_html()}{self._body_html()}"
+                f'<script type="application/json" class="av-spec">{payload}</script></div>'
+                f"<script>{_SCRIPT.replace('ROOT_ID', json.dumps(root))}</script>")
+
+    def __repr__(self) -> str:
+        shape = " x ".join(f"{name} ({n})" for name, n in zip(self.controls, self.sizes))
+        return f"{type(self).__name__}: {shape}; shown as an interactive figure in HTML outputs"
+
+
+class FrameViewer(_Viewer):
+    """Sliders over a figure: one PNG frame per setting of the controls, drawn now by ``draw``.
+
+    Args:
+        draw: ``draw(**setting) -> matplotlib Figure``; called once per setting, the figure is closed after.
+        controls: name -> the values that control takes (numbers give a slider, strings a drop-down list).
+        title: optional text above the controls.
+        defaults: optional name -> the value shown first (default: each control's first value).
+        labels: optional name -> the text shown for each value.
+        dpi: resolution of the frames. Frames are PNG, so keep ``dpi`` and the number of settings modest.
+
+    Example:
+        ``FrameViewer(lambda alpha: plot_head(alpha), {"α": [0.5, 1, 2]})``
+    """
+
+    kind = "frames"
+
+    def __init__(self, draw: Callable[..., Any], controls: Mapping[str, Sequence[Any]], title: str = "",
+                 defaults: Mapping[str, Any] | None = None, labels: Mapping[str, Sequence[str]] | None = None,
+                 dpi: int = 72):
+        super().__init__(controls, title, defaults, labels)
+        if not callable(draw):
+            raise TypeError(f"draw must be callable, got {type(draw).__name__}")
+        if not isinstance(dpi, int) or dpi < 10:
+            raise ValueError(f"dpi must be an int of at least 10, got {dpi!r}")
+        import matplotlib.pyplot as plt
+
+        self.frames = []
+        for setting in self.settings():
+            fig = draw(**setting)
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+            plt.close(fig)
+            self.frames.append(base64.b64encode(buf.getvalue()).decode("ascii"))
+
+    def _spec(self) -> dict[str, Any]:
+        return {"frames": self.frames}
+
+    def _body_html(self) -> str:
+        return '<img class="av-frame" alt="figure for the chosen setting">'
+
+
+class HeatmapViewer(_Viewer):
+    """Explorer of many small maps: for each setting of the controls, one map per panel, painted on a canvas.
+
+    The maps travel as bytes (each setting scaled so that its largest value is 255), so thousands of settings
+    cost kilobytes where PNG frames would cost megabytes. A colorbar gives the scale: 0 to the setting's maximum.
+
+    Args:
+        maps: ``(n_1, ..., n_C, P, H, W)`` non-negative values, one ``(P, H, W)`` stack of P panels for each
+            setting of the C controls (in the controls' order); or a list of P arrays ``(n_1, ..., n_C, H_p, W_p)``
+            when the panels differ in shape (a kernel beside the attention matrix it gives).
+        controls: name -> values, ``len`` equal to ``n_1 .. n_C``.
+        panels: the P panel titles.
+        mark: optional names of two numeric controls giving a ``(row, col)`` marked in red on every panel
+            (a query pixel). Clicking a panel then moves those two controls to the clicked pixel.
+        image: optional ``(H', W', 3)`` RGB image in [0, 1] shown, unchanging, before the panels (the input).
+        cmap: a matplotlib colormap name.
+    """
+
+    kind = "heatmap"
+
+    def __init__(self, maps: Any, controls: Mapping[str, Sequence[Any]], panels: Sequence[str], title: str = "",
+                 defaults: Mapping[str, Any] | None = None, labels: Mapping[str, Sequence[str]] | None = None,
+                 mark: Sequence[str] | None = None, image: Any = None, cmap: str = "viridis"):
+        super().__init__(controls, title, defaults, labels)
+        sizes = tuple(self.sizes)
+        if isinstance(maps, (list, tuple)):
+            if len(maps) != len(panels):
+                raise ValueError(f"maps: got {len(maps)} arrays for {len(panels)} panels")
+            arrays = [np.asarray(m, dtype=np.float64) for m in maps]
+        else:
+            stacked = np.asarray(maps, dtype=np.float64)
+            expected = sizes + (len(panels),)
+            if stacked.ndim != len(expected) + 2 or stacked.shape[:-2] != expected:
+                raise ValueError(f"maps must have shape {expected} + (H, W) (controls, then panels), "
+                                 f"got {stacked.shape}")
+            arrays = [stacked[..., p, :, :] for p in range(len(panels))]
+        for p, a in enumerate(arrays):
+            if a.ndim != len(sizes) + 2 or a.shape[:-2] != sizes:
+                raise ValueError(f"maps[{p}] must have shape {sizes} + (H, W), got {a.shape}")
+            if not np.isfinite(a).all() or (a < 0).any():
+                raise ValueError(f"maps[{p}] must be finite and non-negative (probabilities, kernel weights)")
+        if mark is not None:
+            mark = list(mark)
+            if len(mark) != 2 or any(m not in self.controls for m in mark):
+                raise ValueError(f"mark must name two controls (row, col), got {mark!r}")
+            for m in mark:
+                if not all(isinstance(v, (int, np.integer)) for v in self.controls[m]):
+                    raise ValueError(f"mark: control {m!r} must take integer pixel positions")
+        self.mark = mark
+        self.panels = [str(p) for p in panels]
+        self.shapes = [a.shape[-2:] for a in arrays]
+        n = int(np.prod(sizes))
+        flat = np.concatenate([a.reshape(n, -1) for a in arrays], axis=1)  # (settings, Σ_p H_p W_p)
+        top = flat.max(axis=1)
+        scale = np.where(top > 0, 255 / np.where(top > 0, top, 1), 0)
+        self.data = np.round(flat * scale[:, None]).astype(np.uint8)
+        self.vmax = [f"{t:.3g}" for t in top]
+        self.image = None
+        if image is not None:
+            import matplotlib.pyplot as plt
+
+            buf = io.BytesIO()
+            plt.imsave(buf, np.clip(np.asarray(image, dtype=np.float64), 0, 1), format="png")
+            self.image = base64.b64encode(buf.getvalue()).decode("ascii")
+        import matplotlib
+
+        self.lut = (np.asarray(matplotlib.colormaps[cmap](np.linspace(0, 1, 256)))[:, :3] * 255).round().astype(np.uint8)
+
+    def _spec(self) -> dict[str, Any]:
+        names = list(self.controls)
+        return {"data": base64.b64encode(self.data.tobytes()).decode("ascii"),
+                "lut": base64.b64encode(self.lut.tobytes()).decode("ascii"),
+                "shapes": [list(map(int, s)) for s in self.shapes], "panels": self.panels, "vmax": self.vmax,
+                "mark": [names.index(m) for m in self.mark] if self.mark else None,
+                "values": [[int(v) if isinstance(v, (int, np.integer)) else None for v in vals]
+                           for vals in self.controls.values()]}
+
+    def _body_html(self) -> str:
+        parts = []
+        if self.image:
+            parts.append('<div class="av-panel"><img class="av-input" style="width: 120px; image-rendering: '
+                         f'pixelated" src="data:image/png;base64,{self.image}" alt="input"><div>input</div></div>')
+        for (h, w), title in zip(self.shapes, self.panels):
+            cell = 120 / max(h, w)
+            style = f"width: {max(w * cell, 24):.0f}px; height: {max(h * cell, 24):.0f}px"
+            parts.append(f'<div class="av-panel"><canvas class="av-map" width="{w}" height="{h}" style="{style}">'
+                         f"</canvas><div>{html.escape(title)}</div></div>")
+        return (f'<div class="av-panels">{"".join(parts)}</div><div class="av-colorbar">0 '
+                '<canvas class="av-cbar" width="256" height="1"></canvas><span class="av-vmax"></span></div>')
