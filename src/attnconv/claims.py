@@ -8,6 +8,7 @@ the book builds and fails the build when a claim lacks a check or a proof does n
 
 from __future__ import annotations
 
+import html
 import re
 import time
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from .proofs import ProofResult
 from .proofs import image as img
 from .proofs import sequence as seq
 
-__all__ = ["Claim", "CLAIMS", "LedgerRow", "missing_checks", "run_ledger"]
+__all__ = ["Claim", "CLAIMS", "LedgerRow", "ledger_html", "missing_checks", "run_ledger"]
 
 CH03 = "notebooks/03_attention_can_express_convolution.md"
 CH05 = "notebooks/05_relative_positions_are_convolutions.md"
@@ -125,6 +126,22 @@ CLAIMS: tuple[Claim, ...] = (
           f"{CH03}#prop-factorisation",
           ("tests/test_positional_image.py::test_softmax_factorises_over_axes",
            "tests/test_positional_image.py::test_factorised_layer_equals_dense_layer")),
+    Claim("rank-counterexample", "the rank condition is not necessary: two D_h = 1 heads with mixed attention "
+          "reproduce a K = 2 conv with rank-2 taps", "rem-rank-counterexample", img.rank_counterexample,
+          partial(img.rank_counterexample, mix=(sp.Rational(1, 2), sp.Rational(1, 2))),
+          f"{CH03}#rem-rank-counterexample",
+          ("tests/test_proofs_image.py::test_rank_counterexample_is_exact_numerically",)),
+    Claim("clipped-tails", "a clipped bias is a renormalised convolution with 2N-1 taps and constant tails",
+          "rem-clipping", seq.clipped_bias_tails, partial(seq.clipped_bias_tails, tails="zero"), f"{CH05}#rem-clipping",
+          ("tests/test_construct_sequence.py::test_clipped_kernel_has_constant_tails",)),
+    Claim("alibi", "ALiBi is a lightweight convolution whose kernel decays by e^(-m) per step", "prop-buckets-alibi",
+          seq.alibi_kernel_decay, partial(seq.alibi_kernel_decay, rate=2), f"{CH05}#prop-buckets-alibi",
+          ("tests/test_positional_sequence.py::test_alibi",)),
+    Claim("t5-buckets", "T5 buckets give a kernel with clipped tails and free weights near the query",
+          "prop-buckets-alibi", seq.bucketed_kernel_is_piecewise_constant,
+          partial(seq.bucketed_kernel_is_piecewise_constant, bucket=lambda offsets, nb, k: [d % nb for d in offsets]),
+          f"{CH05}#prop-buckets-alibi",
+          ("tests/test_positional_sequence.py::test_bucketed_bias_is_piecewise_constant",)),
 )
 
 
@@ -168,3 +185,22 @@ def run_ledger(claims: tuple[Claim, ...] = CLAIMS) -> list[LedgerRow]:
         seconds = time.perf_counter() - start
         rows.append(LedgerRow(claim, result, not claim.wrong().verified, seconds))
     return rows
+
+
+def ledger_html(rows: list[LedgerRow]) -> str:
+    """The ledger as an HTML table: claim, statement, chapter label, scope, verified, false variant, time, tests."""
+    head = ("<tr><th>claim</th><th>statement</th><th>chapter</th><th>SymPy scope</th><th>verified</th>"
+            "<th>false variant rejected</th><th>proof time</th><th>numerical check</th><th>pytest</th></tr>")
+    body = []
+    for row in rows:
+        c, r = row.claim, row.result
+        scope = r.scope if r.scope != "instance" else f"instance ({r.instance})"
+        where = f"{scope}<br><small>for all {html.escape(', '.join(r.variables))}</small>" if r.variables else scope
+        tests = "<br>".join(f"<code>{html.escape(t.split('::')[-1])}</code>" for t in c.tests)
+        chapter = c.numerical.split("#")[0].split("/")[-1].removesuffix(".md")
+        body.append(
+            f"<tr><td>{html.escape(c.label)}</td><td>{html.escape(c.statement)}</td>"
+            f"<td><code>{html.escape(c.prf_label)}</code></td><td>{where}</td>"
+            f"<td>{'✔' if r.verified else '✘ NOT verified'}</td><td>{'✔' if row.wrong_rejected else '✘'}</td>"
+            f"<td>{row.seconds:.2f} s</td><td>{html.escape(chapter)}</td><td>{tests}</td></tr>")
+    return f'<table class="claims-ledger">{head}{"".join(body)}</table>'

@@ -173,21 +173,22 @@ def rank_condition(short_by: int = 0) -> ProofResult:
     )
 
 
-def rank_counterexample() -> ProofResult:
+def rank_counterexample(mix: tuple[sp.Expr, sp.Expr] = (sp.Rational(1, 3), sp.Rational(2, 3))) -> ProofResult:
     """The rank condition is not necessary for MHSA in general: a 1-D conv with K = 2, W_0 = I and W_1 = diag(1, 2)
     (both rank 2) is reproduced exactly by two heads with D_h = 1 and mixed attention A_1 = (S_0 + S_1)/2,
     A_2 = S_0/3 + 2 S_1/3, with W_val^(1) W_out^(1) = diag(2, 0) and W_val^(2) W_out^(2) = diag(0, 3).
 
-    Checked with S_0, S_1 and X as symbolic matrices (any sequence length).
+    Checked for any sequence length: MHSA - conv is linear in S_0 X and S_1 X, with coefficient matrices that must
+    vanish. ``mix`` is head 2's attention weights on (S_0, S_1); ``mix=(1/2, 1/2)`` is a false variant.
     """
-    half, third = sp.Rational(1, 2), sp.Rational(1, 3)
+    half = sp.Rational(1, 2)
     m1 = sp.Matrix([[1], [0]]) * sp.Matrix([[2, 0]])  # W_val^(1) W_out^(1) = diag(2, 0), D_h = 1
     m2 = sp.Matrix([[0], [1]]) * sp.Matrix([[0, 3]])  # W_val^(2) W_out^(2) = diag(0, 3), D_h = 1
     w0, w1 = sp.eye(2), sp.diag(1, 2)
     # MHSA - conv = S_0 X (M1/2 + M2/3 - W_0) + S_1 X (M1/2 + 2 M2/3 - W_1) for every X and shift matrices S_0,
     # S_1 of any size: it vanishes when both coefficient matrices do.
-    coefficient_s0 = half * m1 + third * m2 - w0
-    coefficient_s1 = half * m1 + 2 * third * m2 - w1
+    coefficient_s0 = half * m1 + mix[0] * m2 - w0
+    coefficient_s1 = half * m1 + mix[1] * m2 - w1
     ranks = sp.Matrix([[m1.rank() - 1, m2.rank() - 1], [w0.rank() - 2, w1.rank() - 2]])  # 1, 1 | 2, 2
     return ProofResult("rank condition is not necessary (counterexample)",
                        "two D_h = 1 heads with mixed attention reproduce a K = 2 conv whose taps have rank 2",
