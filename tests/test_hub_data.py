@@ -9,7 +9,7 @@ import types
 import pytest
 
 from attnconv.data import hub
-from attnconv.train.bert import FINETUNE_CONFIGS, FinetuneConfig, PretrainConfig
+from attnconv.train.bert_config import FINETUNE_CONFIGS, FinetuneConfig, PretrainConfig
 
 WIKI = {
     "train": [" \n", " = Valkyria Chronicles = \n", " \n", " Senjō no Valkyria is a game . It was released in 2011 .\n",
@@ -90,14 +90,15 @@ def test_pretraining_and_finetuning_read_hub_data_by_name(monkeypatch, tmp_path)
     from attnconv.data.corpus import load_corpus
     from attnconv.data.sample_text import write_sample_corpora
     from attnconv.data.tasks import load_task
-    from attnconv.train import bert
+    from attnconv.train import bert_finetune, bert_pretrain
+    from attnconv.train.bert_config import PRETRAIN_CONFIGS
     sample = write_sample_corpora(tmp_path / "corpora")
-    monkeypatch.setattr(bert, "load_hub_corpus", lambda name: load_corpus(sample, validation_fraction=0.25))
-    monkeypatch.setattr(bert, "load_hub_task", lambda name: replace(load_task("subj", sample), name=name))
-    config = replace(bert.PRETRAIN_CONFIGS["smoke"], corpora=("wikitext-2",), steps=2, eval_every=2)
-    pre = bert.pretrain_bert(config, tmp_path / "pre", cache_dir=tmp_path / "cache")
+    monkeypatch.setattr(bert_pretrain, "load_hub_corpus", lambda name: load_corpus(sample, validation_fraction=0.25))
+    monkeypatch.setattr(bert_finetune, "load_hub_task", lambda name: replace(load_task("subj", sample), name=name))
+    config = replace(PRETRAIN_CONFIGS["smoke"], corpora=("wikitext-2",), steps=2, eval_every=2)
+    pre = bert_pretrain.pretrain_bert(config, tmp_path / "pre", cache_dir=tmp_path / "cache")
     assert pre["steps"] == 2
-    ft = bert.finetune_bert(replace(FINETUNE_CONFIGS["smoke"], task="glue-rte", seeds=(0,)), tmp_path / "pre",
-                            tmp_path / "ft")
+    ft = bert_finetune.finetune_bert(replace(FINETUNE_CONFIGS["smoke"], task="glue-rte", seeds=(0,)),
+                                     tmp_path / "pre", tmp_path / "ft")
     assert ft["task"] == "glue-rte"
     assert '"hf:glue/rte"' in (tmp_path / "ft" / "provenance.json").read_text()

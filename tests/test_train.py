@@ -18,8 +18,7 @@ import attnconv.train.checkpoint as checkpoint
 from attnconv.data import CIFAR10
 from attnconv.models import VisionConfig
 from attnconv.train import VISION_CONFIGS, TrainConfig, apply_overrides, named_config, train_vision, warmup_cosine
-from attnconv.train.config import config_from_dict, config_to_dict
-from attnconv.train.vision import CHECKPOINT_NAME
+from attnconv.train.runs import CHECKPOINT_NAME, config_from_dict, config_to_dict
 
 from .cifar_fixtures import tiny_arrays, write_class_folder
 
@@ -75,7 +74,7 @@ def test_overrides_and_round_trip():
     assert (config.epochs, config.sa.depth, config.model, config.lr, config.train_images) == \
         (5, 3, "resnet18", 0.2, None)
     assert config.resnet.blocks == (1, 2)
-    assert config_from_dict(json.loads(json.dumps(config_to_dict(config)))) == config
+    assert config_from_dict(TrainConfig, json.loads(json.dumps(config_to_dict(config)))) == config
     with pytest.raises(ValueError, match="unknown config field 'sa.width'"):
         apply_overrides(config, ["sa.width=3"])
     with pytest.raises(ValueError, match="key=value"):
@@ -206,3 +205,66 @@ def test_cli_lists_configs_and_needs_out(tmp_path):
     missing = subprocess.run([sys.executable, "-m", "attnconv.train", "vision"], capture_output=True, text=True,
                              cwd=ROOT, timeout=60)
     assert missing.returncode != 0 and "--out DIR is required" in missing.stderr
+
+
+def test_a_non_finite_loss_stops_at_once_and_keeps_the_last_checkpoint(tmp_path, monkeypatch):
+    from attnconv.data.augment import CropFlip
+    from attnconv.train.runs import NonFiniteLossError
+
+    data, config, run = _tiny_data(), _config(epochs=3), tmp_path / "run"  # 4 steps per epoch
+    apply, calls, saved = CropFlip.apply, [0], {}
+
+    def poisoned(self, images, params):
+        calls[0] += 1
+        out = apply(self, images, params)
+        return out * float("nan") if calls[0] == 6 else out  # one NaN batch in the middle of epoch 2
+
+    def remember(step):
+        if step == 5:  # epoch 1 and its checkpoint, the last good one, are done
+            saved["bytes"] = (run / CHECKPOINT_NAME).read_bytes()
+
+    monkeypatch.setattr(CropFlip, "apply", poisoned)
+    with pytest.raises(NonFiniteLossError, match=r"loss is nan at epoch 2, step 6; the last good checkpoint"):
+        train_vision(config, run, data=data, on_step=remember)
+    assert calls[0] == 6, "no step runs after the bad one"
+    assert (run / CHECKPOINT_NAME).read_bytes() == saved["bytes"]
+    assert len((run / "metrics.jsonl").read_text().splitlines()) == 1
+    monkeypatch.undo()
+    assert train_vision(config, run, data=data, resume=True)["epochs"] == 3  # the kept checkpoint resumes
+
+
+def test_devices_cuda_n_are_accepted_and_checked(monkeypatch):
+    from attnconv.train.distributed import _pick_device
+
+    assert TrainConfig(device="cuda:1").device == "cuda:1"
+    for bad in ("gpu", "cuda:", "cuda:x", "cpu:0", 0):
+        with pytest.raises(ValueError, match="device must be 'auto', 'cpu', 'cuda' or 'cuda:N'"):
+            TrainConfig(device=bad)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert _pick_device("auto", 0, 1) == torch.device("cpu")
+    for device in ("cuda", "cuda:0"):
+        with pytest.raises(ValueError, match="has no CUDA device"):
+            _pick_device(device, 0, 1)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert _pick_device("cuda:1", 0, 1) == torch.device("cuda", 1)
+    assert _pick_device("cuda", 1, 2) == torch.device("cuda", 1)  # under torchrun: GPU LOCAL_RANK
+    with pytest.raises(ValueError, match="has 2 CUDA device"):
+        _pick_device("cuda:2", 0, 1)
+    with pytest.raises(ValueError, match="names one GPU, but 2 processes"):
+        _pick_device("cuda:0", 0, 2)
+
+
+def test_a_checkpoint_from_before_the_json_round_trip_still_resumes():
+    """Older checkpoints stored ``dataclasses.asdict`` (tuples); the resume check compares plain JSON data."""
+    import dataclasses
+
+    from attnconv.train.runs import check_resumable
+
+    config = named_config("cpu-long")
+    old = dataclasses.asdict(config)
+    assert old["resnet"]["blocks"] == (2, 2, 2, 2) and config_to_dict(config)["resnet"]["blocks"] == [2, 2, 2, 2]
+    check_resumable(old, config_to_dict(config))
+    check_resumable(old, config_to_dict(replace(config, progress=False, time_limit=60.0)))  # run control only
+    with pytest.raises(ValueError, match=r"in \['resnet'\]"):
+        check_resumable(old, config_to_dict(apply_overrides(config, ["resnet.blocks=(2, 2, 2, 1)"])))

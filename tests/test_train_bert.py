@@ -10,10 +10,13 @@ import torch
 
 from attnconv.data.sample_text import write_sample_corpora
 from attnconv.data.tasks import load_task
-from attnconv.train.bert import (FINETUNE_CONFIGS, PRETRAIN_CONFIGS, FinetuneConfig, PretrainConfig,
-                                 apply_overrides, finetune_bert, prepare_pretraining, pretrain_bert, warmup_linear)
+from attnconv.train.bert_config import FINETUNE_CONFIGS, PRETRAIN_CONFIGS, FinetuneConfig, PretrainConfig
+from attnconv.train.bert_finetune import finetune_bert
+from attnconv.train.bert_pretrain import prepare_pretraining, pretrain_bert
 from attnconv.train.checkpoint import load_checkpoint
 from attnconv.train.cli import main
+from attnconv.train.runs import apply_overrides
+from attnconv.train.schedule import warmup_linear
 
 SMOKE = replace(PRETRAIN_CONFIGS["smoke"], steps=6, eval_every=3, batch_size=4, eval_examples=8,
                 model=replace(PRETRAIN_CONFIGS["smoke"].model, variant="composite"), validation_fraction=0.25)
@@ -150,7 +153,7 @@ def test_config_errors():
 def test_runs_are_read_back_into_a_table(pretrained, corpora, tmp_path):
     import shutil
 
-    from attnconv.train.bert import bert_results_table, load_bert_runs
+    from attnconv.train.results import bert_results_table, load_bert_runs
     out, final = pretrained
     shutil.copytree(out, tmp_path / "bert-pre")
     finetune_bert(replace(FT, seeds=(0,), epochs=1), tmp_path / "bert-pre", tmp_path / "bert-pre-subj",
@@ -165,3 +168,47 @@ def test_runs_are_read_back_into_a_table(pretrained, corpora, tmp_path):
     assert bert_results_table(runs, config="smoke") == "\n".join(table)
     other = bert_results_table(runs, config="cpu-quick").splitlines()
     assert len(other) == 2 and "SUBJ" not in other[0]  # no runs of that config: a header only
+
+
+def _nan_at(cls, method: str, n: int, monkeypatch):
+    """Make the ``n``-th call of ``cls.method`` in training mode return a NaN (loss or logits)."""
+    original, calls = getattr(cls, method), [0]
+
+    def poisoned(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        if self.training:
+            calls[0] += 1
+            if calls[0] == n:
+                return (out[0] * float("nan"), *out[1:]) if isinstance(out, tuple) else out * float("nan")
+        return out
+
+    monkeypatch.setattr(cls, method, poisoned)
+    return calls
+
+
+def test_a_non_finite_loss_stops_pretraining_and_finetuning(pretrained, data, corpora, tmp_path, monkeypatch):
+    from attnconv.models.bert import BertClassifier, BertForMaskedLM
+    from attnconv.train.runs import NonFiniteLossError
+
+    out, _ = pretrained
+    calls = _nan_at(BertForMaskedLM, "loss", 5, monkeypatch)  # the checkpoint is at step 3
+    with pytest.raises(NonFiniteLossError, match="loss is nan at step 5; the last good checkpoint"):
+        pretrain_bert(SMOKE, tmp_path / "pre", data=data)
+    assert calls[0] == 5 and load_checkpoint(tmp_path / "pre" / "checkpoint.pt")["step"] == 3
+    monkeypatch.undo()
+    pretrain_bert(SMOKE, tmp_path / "pre", data=data, resume=True)  # and it resumes to the uninterrupted weights
+    a, b = load_checkpoint(out / "checkpoint.pt")["model"], load_checkpoint(tmp_path / "pre" / "checkpoint.pt")["model"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+    calls = _nan_at(BertClassifier, "forward", 3, monkeypatch)  # 2 steps per epoch: seed 0, epoch 2
+    with pytest.raises(NonFiniteLossError, match="loss is nan at seed 0, epoch 2, step 3"):
+        finetune_bert(FT, out, tmp_path / "ft", task=load_task("subj", corpora))
+    saved = load_checkpoint(tmp_path / "ft" / "checkpoint.pt")
+    assert calls[0] == 3 and (saved["seed_index"], saved["epoch"]) == (0, 1)
+    assert all(torch.isfinite(v).all() for v in saved["model"].values() if v.is_floating_point())
+
+
+def test_bert_configs_accept_cuda_n():
+    assert PretrainConfig(device="cuda:0").device == FinetuneConfig(device="cuda:0").device == "cuda:0"
+    with pytest.raises(ValueError, match="cuda:N"):
+        FinetuneConfig(device="tpu")

@@ -3,10 +3,13 @@
     python -m attnconv.train vision --config cpu-quick --model sa-quadratic --out results/cpu-quick-sa-quadratic
     python -m attnconv.train vision --config cpu-quick --model sa-quadratic --out DIR --resume
     torchrun --nproc_per_node 8 -m attnconv.train vision --config paper --out DIR
+    python -m attnconv.train bert-pretrain --config cpu-quick --variant composite --out DIR
+    python -m attnconv.train bert-finetune --config cpu-quick --from PRETRAIN_DIR --task mr --out DIR
     python -m attnconv.train vision --list
 
-Other tasks (language-model pretraining and fine-tuning) register their own subcommands with
-:func:`add_task`.
+Every subcommand takes ``--config NAME``, ``--set KEY=VALUE`` (repeatable), ``--out DIR``, ``--resume``,
+``--data`` and ``--list``. A NaN or infinite loss ends the command with exit code 1 and a message; the run's
+last checkpoint is kept, so it can be resumed once the cause is fixed.
 """
 
 from __future__ import annotations
@@ -14,11 +17,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Callable
+from dataclasses import replace
+from typing import Any, Callable
 
 import torch
 
+from ..data.hub import HUB_TASKS
+from ..data.tasks import TASKS
 from ..models import MODEL_NAMES
+from ..models.bert import VARIANTS
+from .bert_config import FINETUNE_CONFIGS, PRETRAIN_CONFIGS
+from .runs import NonFiniteLossError, apply_overrides, config_to_dict, named_copy
+from .vision_config import VISION_CONFIGS
 
 __all__ = ["add_task", "build_parser", "main"]
 
@@ -31,38 +41,88 @@ def add_task(name: str, help: str, configure: Callable[[argparse.ArgumentParser]
     _TASKS[name] = (help, configure, run)
 
 
-def _configure_vision(parser: argparse.ArgumentParser) -> None:
-    from .config import VISION_CONFIGS
-    parser.add_argument("--config", default="cpu-quick", choices=sorted(VISION_CONFIGS), help="a named config")
-    parser.add_argument("--model", default=None, choices=MODEL_NAMES, help="the model to train (default: sa-quadratic)")
+def _add_run_arguments(parser: argparse.ArgumentParser, configs: dict[str, Any], example: str, data: str) -> None:
+    """The arguments every subcommand shares: a named config, its overrides, the run folder and the data."""
+    parser.add_argument("--config", default="cpu-quick", choices=sorted(configs), help="a named config")
     parser.add_argument("--out", help="folder for the run's results and checkpoint")
     parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="change a config field, e.g. --set epochs=3 --set sa.depth=2 (repeatable)")
-    parser.add_argument("--data", default=None, help="an explicit CIFAR-10 copy (archive, folder or zip)")
+                        help=f"change a config field, e.g. {example} (repeatable)")
+    parser.add_argument("--data", default=None, help=data)
     parser.add_argument("--list", action="store_true", help="print the named configs and exit")
 
 
-def _run_vision(args: argparse.Namespace) -> int:
-    from .config import VISION_CONFIGS, apply_overrides, config_to_dict, named_config
-    from .vision import train_vision
+def _list_or_check(args: argparse.Namespace, configs: dict[str, Any], required: dict[str, str]) -> bool:
+    """Print the named configs for ``--list`` (True: done); else stop unless every ``required`` option is given."""
     if args.list:
-        for name, config in VISION_CONFIGS.items():
+        for name, config in configs.items():
             print(name, json.dumps(config_to_dict(config)))
+        return True
+    missing = [flag for attr, flag in required.items() if not getattr(args, attr)]
+    if missing:
+        raise SystemExit(f"{args.task}: {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} required")
+    return False
+
+
+def _configure_vision(parser: argparse.ArgumentParser) -> None:
+    _add_run_arguments(parser, VISION_CONFIGS, "--set epochs=3 --set sa.depth=2",
+                       "an explicit CIFAR-10 copy (archive, folder or zip)")
+    parser.add_argument("--model", default=None, choices=MODEL_NAMES, help="the model to train (default: sa-quadratic)")
+
+
+def _run_vision(args: argparse.Namespace) -> int:
+    from .vision import train_vision
+    if _list_or_check(args, VISION_CONFIGS, {"out": "--out DIR"}):
         return 0
-    if not args.out:
-        raise SystemExit("vision: --out DIR is required")
-    config = apply_overrides(named_config(args.config, args.model), args.overrides)
-    final = train_vision(config, args.out, resume=args.resume, data_path=args.data)
-    print(json.dumps(final))
+    config = named_copy(VISION_CONFIGS, args.config)
+    config = apply_overrides(config if args.model is None else replace(config, model=args.model), args.overrides)
+    print(json.dumps(train_vision(config, args.out, resume=args.resume, data_path=args.data)))
+    return 0
+
+
+def _configure_pretrain(parser: argparse.ArgumentParser) -> None:
+    _add_run_arguments(parser, PRETRAIN_CONFIGS, "--set steps=100 --set model.depth=2",
+                       "folder with the NLTK corpus zips")
+    parser.add_argument("--variant", default=None, choices=tuple(VARIANTS), help="attention variant (default: absolute)")
+    parser.add_argument("--cache", default=None, help="folder for the tokenizer and encoded corpus")
+
+
+def _run_pretrain(args: argparse.Namespace) -> int:
+    from .bert_pretrain import pretrain_bert
+    if _list_or_check(args, PRETRAIN_CONFIGS, {"out": "--out DIR"}):
+        return 0
+    config = named_copy(PRETRAIN_CONFIGS, args.config)
+    if args.variant is not None:
+        config = replace(config, model=replace(config.model, variant=args.variant))
+    config = apply_overrides(config, args.overrides)
+    print(json.dumps(pretrain_bert(config, args.out, resume=args.resume, root=args.data, cache_dir=args.cache)))
+    return 0
+
+
+def _configure_finetune(parser: argparse.ArgumentParser) -> None:
+    _add_run_arguments(parser, FINETUNE_CONFIGS, "--set epochs=1", "folder with the NLTK corpus zips")
+    parser.add_argument("--from", dest="pretrained", help="a bert-pretrain run folder or its checkpoint.pt")
+    parser.add_argument("--task", dest="task_name", default=None, choices=TASKS + tuple(HUB_TASKS),
+                        help="the task (default: mr; glue-* need the datasets package)")
+
+
+def _run_finetune(args: argparse.Namespace) -> int:
+    from .bert_finetune import finetune_bert
+    if _list_or_check(args, FINETUNE_CONFIGS, {"pretrained": "--from CHECKPOINT", "out": "--out DIR"}):
+        return 0
+    config = named_copy(FINETUNE_CONFIGS, args.config)
+    if args.task_name is not None:
+        config = replace(config, task=args.task_name)
+    config = apply_overrides(config, args.overrides)
+    print(json.dumps(finetune_bert(config, args.pretrained, args.out, resume=args.resume, root=args.data)))
     return 0
 
 
 add_task("vision", "train an image classifier on CIFAR-10", _configure_vision, _run_vision)
-
-from .bert import register_cli as _register_bert  # noqa: E402  (after add_task: bert-pretrain, bert-finetune)
-
-_register_bert(add_task)
+add_task("bert-pretrain", "pretrain a small BERT with masked-LM on the NLTK corpora", _configure_pretrain,
+         _run_pretrain)
+add_task("bert-finetune", "fine-tune a pretrained BERT on MR, SUBJ, RTE or a GLUE task", _configure_finetune,
+         _run_finetune)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return _TASKS[args.task][2](args)
+    except NonFiniteLossError as err:
+        print(f"{args.task}: {err}", file=sys.stderr)
+        return 1
     finally:
         if torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from .runs import check_device
+
 __all__ = ["DistInfo", "all_reduce_sum", "barrier", "init_distributed", "shutdown_distributed"]
 
 
@@ -36,28 +38,37 @@ class DistInfo:
         return self.world_size > 1
 
 
-def _pick_device(device: str, local_rank: int) -> torch.device:
-    if device == "auto":
+def _pick_device(device: str, local_rank: int, world: int) -> torch.device:
+    """``"auto"``, ``"cpu"``, ``"cuda"`` (GPU ``LOCAL_RANK``) or ``"cuda:N"`` (GPU N, one process only), checked
+    against this machine's GPUs."""
+    if check_device(device) == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError("device='cuda' was asked for but torch.cuda.is_available() is False")
-        return torch.device("cuda", local_rank)
-    if device != "cpu":
-        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {device!r}")
-    return torch.device("cpu")
+    if device == "cpu":
+        return torch.device("cpu")
+    target = torch.device(device)
+    if not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} was asked for, but this machine has no CUDA device "
+                         "(torch.cuda.is_available() is False): use device='cpu' or 'auto'")
+    if target.index is None:
+        target = torch.device("cuda", local_rank)
+    elif world > 1:
+        raise ValueError(f"device={device!r} names one GPU, but {world} processes were launched: use device='cuda' "
+                         "(each process takes GPU LOCAL_RANK)")
+    if target.index >= torch.cuda.device_count():
+        raise ValueError(f"device={device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    return target
 
 
 def init_distributed(device: str = "auto") -> DistInfo:
     """Join the process group torchrun set up (if any) and choose this process's device.
 
     With ``WORLD_SIZE`` > 1 in the environment, initialises ``torch.distributed`` with NCCL on CUDA or gloo on
-    the CPU; each GPU process uses ``cuda:LOCAL_RANK``.
+    the CPU; each GPU process uses ``cuda:LOCAL_RANK``. In one process, ``device="cuda:N"`` picks GPU N.
     """
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    target = _pick_device(device, local_rank)
+    target = _pick_device(device, local_rank, world)
     if world > 1 and not dist.is_initialized():
         if target.type == "cuda":
             torch.cuda.set_device(target)

@@ -1,8 +1,8 @@
-"""Reading the ``results/<run>/`` folders that :func:`~attnconv.train.vision.train_vision` writes."""
+"""Reading run folders back: vision runs (:func:`load_run`, :func:`results_table`) and BERT runs
+(:func:`load_bert_runs`, :func:`bert_results_table`). The file names are those of :mod:`attnconv.train.runs`."""
 
 from __future__ import annotations
 
-import html
 import json
 import os
 from dataclasses import dataclass, field
@@ -11,7 +11,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RunResult", "html_table", "load_run", "results_table"]
+from .runs import (ATTENTION_FILE, CENTERS_FILE, FINAL_FILE, HEADS_FILE, KERNELS_FILE, METRICS_FILE, PROVENANCE_FILE,
+                   read_jsonl)
+
+__all__ = ["BertRun", "RunResult", "bert_results_table", "html_table", "load_bert_runs", "load_run", "results_table"]
 
 
 @dataclass
@@ -43,31 +46,32 @@ class RunResult:
         return self.final["model"]
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+def _json(path: Path) -> Any:
+    """The JSON in ``path``, or ``None`` when there is no such file."""
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def load_run(folder: str | os.PathLike) -> RunResult:
     """Read a run folder. ``metrics.jsonl``, ``final.json`` and ``provenance.json`` must exist."""
     folder = Path(folder)
-    missing = [n for n in ("metrics.jsonl", "final.json", "provenance.json") if not (folder / n).is_file()]
+    missing = [n for n in (METRICS_FILE, FINAL_FILE, PROVENANCE_FILE) if not (folder / n).is_file()]
     if missing:
         raise FileNotFoundError(f"{folder} is not a finished run: it lacks {missing}")
     attention = None
-    if (folder / "attention.npz").is_file():
-        with np.load(folder / "attention.npz") as npz:
+    if (folder / ATTENTION_FILE).is_file():
+        with np.load(folder / ATTENTION_FILE) as npz:
             attention = {k: npz[k] for k in npz.files}
-    heads = json.loads((folder / "heads.json").read_text()) if (folder / "heads.json").is_file() else None
-    return RunResult(folder.name, _jsonl(folder / "metrics.jsonl"), json.loads((folder / "final.json").read_text()),
-                     json.loads((folder / "provenance.json").read_text()), _jsonl(folder / "centers.jsonl"),
-                     attention, heads)
+    return RunResult(folder.name, read_jsonl(folder / METRICS_FILE), _json(folder / FINAL_FILE),
+                     _json(folder / PROVENANCE_FILE), read_jsonl(folder / CENTERS_FILE), attention,
+                     _json(folder / HEADS_FILE))
 
 
 def html_table(headers: list[str], rows: list[list[Any]]) -> str:
-    """A plain HTML table (notebook outputs render HTML everywhere; markdown tables need an extension)."""
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    """An HTML table (notebook outputs render HTML everywhere; markdown tables need an extension), styled like the
+    book's own tables so that cells keep their padding: :class:`attnconv.display.Table`."""
+    from ..display import Table
+
+    return Table(headers, rows)._repr_html_()
 
 
 def results_table(runs: list[RunResult], fmt: str = "markdown") -> str:
@@ -93,3 +97,55 @@ def results_table(runs: list[RunResult], fmt: str = "markdown") -> str:
         return html_table(headers, rows)
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
+
+
+@dataclass
+class BertRun:
+    """One ``results/bert-*`` folder: ``final.json``, ``provenance.json``, ``metrics.jsonl`` and, for a
+    pretraining run, ``kernels.json`` (``None`` otherwise)."""
+
+    name: str
+    final: dict[str, Any]
+    provenance: dict[str, Any]
+    history: list[dict[str, Any]]
+    kernels: dict[str, Any] | None
+
+    @property
+    def is_pretraining(self) -> bool:
+        return "task" not in self.final
+
+
+def load_bert_runs(folder: str | os.PathLike, prefix: str = "bert-") -> list[BertRun]:
+    """Every finished run in ``folder`` whose name starts with ``prefix``, sorted by name (unfinished ones,
+    without ``final.json``, are skipped)."""
+    runs = []
+    for run in sorted(Path(folder).glob(f"{prefix}*")):
+        if not (run / FINAL_FILE).is_file() or not (run / PROVENANCE_FILE).is_file():
+            continue
+        runs.append(BertRun(run.name, _json(run / FINAL_FILE), _json(run / PROVENANCE_FILE),
+                            read_jsonl(run / METRICS_FILE), _json(run / KERNELS_FILE)))
+    return runs
+
+
+def bert_results_table(runs: list[BertRun], config: str | None = None) -> str:
+    """A markdown table, one row per pretrained variant: steps, MLM validation loss and accuracy, training
+    tokens/s with the number of threads it ran on, and each task's test accuracy as mean ± std over the
+    fine-tuning seeds. (Speeds of runs on a shared machine are not comparable; see the throughput benchmark.)
+
+    ``config`` keeps only the pretraining runs of that named config (and the fine-tuning runs made from them)."""
+    pre = [r for r in runs if r.is_pretraining and (config is None or r.final["config"] == config)]
+    names = {r.name for r in pre}
+    tasks = sorted({r.final["task"] for r in runs if not r.is_pretraining and Path(r.final["pretrained"]).name in names})
+    header = ["variant", "config", "steps", "MLM val loss", "MLM val acc", "tokens/s (threads)"]
+    lines = ["| " + " | ".join(header + [t.upper() for t in tasks]) + " |", "|" + "---|" * (len(header) + len(tasks))]
+    for r in pre:
+        f = r.final
+        cells = [f["variant"], f["config"], str(f["steps"]), f"{f['val_loss']:.3f}", f"{100 * f['val_acc']:.1f}%",
+                 f"{f['tokens_per_s']:.0f} ({r.provenance.get('torch_threads', '?')})"]
+        for t in tasks:
+            ft = [x for x in runs if not x.is_pretraining and x.final["task"] == t and
+                  Path(x.final["pretrained"]).name == r.name]
+            cells.append(f"{100 * ft[0].final['test_acc_mean']:.1f} ± {100 * ft[0].final['test_acc_std']:.1f}% "
+                         f"({len(ft[0].final['seeds'])} seeds)" if ft else "—")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

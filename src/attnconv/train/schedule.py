@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["warmup_cosine", "warmup_linear"]
+__all__ = ["set_lr", "warmup_cosine", "warmup_linear"]
 
 
 def _warmup(step: int, total_steps: int, warmup_steps: int) -> float | None:
@@ -34,3 +34,9 @@ def warmup_cosine(step: int, total_steps: int, warmup_steps: int) -> float:
         return warm
     progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
     return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def set_lr(optimizer, lr: float) -> None:
+    """Set the learning rate of every parameter group of ``optimizer`` (a ``torch.optim.Optimizer``)."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr

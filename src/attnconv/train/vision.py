@@ -14,12 +14,13 @@ bit-for-bit where an interrupted run stopped (it replays the interrupted epoch f
 
 Under ``torchrun`` with several processes, each process takes an equal slice of every global batch; gradients
 are averaged by DistributedDataParallel, metrics are summed over processes, and rank 0 alone writes files.
+
+A NaN or infinite loss stops the run before its update (:class:`~attnconv.train.runs.NonFiniteLossError`); the
+checkpoint of the last finished epoch stays as it was. The folder's file names come from :mod:`attnconv.train.runs`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import time
 from pathlib import Path
@@ -34,20 +35,16 @@ from tqdm import tqdm
 from ..data import CIFAR10, CropFlip, load_cifar10, normalize
 from ..models import SelfAttentionNet, build_model, model_cost, no_weight_decay
 from .artifacts import attention_summary, center_snapshot
-from .checkpoint import atomic_write_text, load_checkpoint, save_checkpoint, write_json
-from .config import RUN_CONTROL_FIELDS, TrainConfig, config_to_dict
+from .checkpoint import load_checkpoint, save_checkpoint, write_json
 from .distributed import DistInfo, all_reduce_sum, barrier, init_distributed
 from .provenance import provenance
-from .schedule import warmup_cosine
+from .runs import (ATTENTION_FILE, CENTERS_FILE, CHECKPOINT_NAME, FINAL_FILE, HEADS_FILE, METRICS_FILE,
+                   PROVENANCE_FILE, bf16_autocast, check_finite_loss, check_resumable, config_to_dict, load_average,
+                   start_run, stream_seed, write_jsonl)
+from .schedule import set_lr, warmup_cosine
+from .vision_config import TrainConfig
 
 __all__ = ["CHECKPOINT_NAME", "train_vision"]
-
-CHECKPOINT_NAME = "checkpoint.pt"
-
-
-def _stream_seed(seed: int, epoch: int, stream: int, rank: int = 0) -> int:
-    """A distinct, reproducible seed for one random stream of one epoch (and rank)."""
-    return (seed * 1_000_003 + epoch * 10_007 + stream * 101 + rank) % (2**63)
 
 
 def _subset(n_total: int, n: int | None, seed: int, what: str) -> Tensor:
@@ -111,14 +108,6 @@ def _evaluate(model: nn.Module, images: Tensor, labels: Tensor, config: TrainCon
     return {"test_loss": loss / count, "test_acc": correct / count}
 
 
-def _check_resumable(saved: dict[str, Any], config: TrainConfig) -> None:
-    """A run may only be resumed with the config it started with (up to ``RUN_CONTROL_FIELDS``)."""
-    now = config_to_dict(config)
-    diffs = [k for k in now if k not in RUN_CONTROL_FIELDS and now[k] != saved.get(k)]
-    if diffs:
-        raise ValueError(f"cannot resume: the config differs from the checkpoint's in {diffs}")
-
-
 class _Model:
     """The network (``net``), what runs it (``model``: ``net`` wrapped in DDP and/or ``torch.compile``), its
     optimiser, its cost, and the autocast context."""
@@ -136,11 +125,11 @@ class _Model:
             model = nn.parallel.DistributedDataParallel(net, device_ids=[info.device] if info.device.type == "cuda" else None)
         self.model = torch.compile(model) if config.compile else model
         self.amp = config.amp and info.device.type == "cuda"
-        self.autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if self.amp else contextlib.nullcontext
+        self.autocast = lambda: bf16_autocast(self.amp)
 
 
 def _train_epoch(epoch: int, m: _Model, data: _Data, config: TrainConfig, info: DistInfo, snapshots: list,
-                 on_step: Callable[[int], None] | None) -> dict[str, float]:
+                 on_step: Callable[[int], None] | None, ckpt_path: Path) -> dict[str, float]:
     """One pass over the training images; returns the epoch's train metrics (summed over processes)."""
     spe, start = data.steps_per_epoch, time.perf_counter()
     total_steps = config.epochs * spe
@@ -148,9 +137,9 @@ def _train_epoch(epoch: int, m: _Model, data: _Data, config: TrainConfig, info: 
     snap_every = max(1, spe // config.snapshots_per_epoch)
     augment = CropFlip()
     order = torch.randperm(len(data.train_x), generator=torch.Generator().manual_seed(
-        _stream_seed(config.seed, epoch, 0))).to(info.device)
-    crops = torch.Generator(info.device).manual_seed(_stream_seed(config.seed, epoch, 1))
-    torch.manual_seed(_stream_seed(config.seed, epoch, 2, info.rank))  # dropout
+        stream_seed(config.seed, epoch, 0))).to(info.device)
+    crops = torch.Generator(info.device).manual_seed(stream_seed(config.seed, epoch, 1))
+    torch.manual_seed(stream_seed(config.seed, epoch, 2, info.rank))  # dropout
     sums = torch.zeros(3, dtype=torch.float64, device=info.device)  # loss sum, correct, count
     bar = tqdm(range(spe), desc=f"epoch {epoch + 1}/{config.epochs}", unit="step", mininterval=2.0,
                disable=not (config.progress and info.is_main), leave=False)
@@ -162,11 +151,13 @@ def _train_epoch(epoch: int, m: _Model, data: _Data, config: TrainConfig, info: 
         x = augment.apply(data.train_x[idx], params[data.local])  # (b, 32, 32, 3) float32
         y = data.train_y[idx]
         lr = config.lr * warmup_cosine(step, total_steps, warmup_steps)
-        for group in m.optimizer.param_groups:
-            group["lr"] = lr
+        set_lr(m.optimizer, lr)
         with m.autocast():
             logits = m.model(x)
         loss = F.cross_entropy(logits.float(), y)  # mean over this rank's share; DDP averages the ranks
+        # Every rank sees the same verdict (a bad share anywhere poisons the averaged gradients).
+        check_finite_loss(float(all_reduce_sum(loss.detach().double()[None], info)), f"epoch {epoch + 1}, step "
+                          f"{step + 1}", ckpt_path)
         m.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         m.optimizer.step()
@@ -206,7 +197,7 @@ def train_vision(
     """Train ``config.model`` on CIFAR-10 and write the run's results into ``out_dir``.
 
     Args:
-        config: the recipe and sizes (see :mod:`attnconv.train.config`).
+        config: the recipe and sizes (see :mod:`attnconv.train.vision_config`).
         out_dir: receives ``metrics.jsonl``, ``final.json``, ``provenance.json``, ``checkpoint.pt`` and, for
             attention models, ``centers.jsonl`` (Gaussian kinds), ``attention.npz`` and ``heads.json``. With
             several processes it must be on a file system that every process sees.
@@ -219,14 +210,10 @@ def train_vision(
         The contents of ``final.json``: final test accuracy and loss, epochs and steps done, wall time.
     """
     started = time.perf_counter()
-    load_at_start = os.getloadavg() if hasattr(os, "getloadavg") else None
+    load_at_start = load_average()
     out = Path(out_dir)
     info = init_distributed(config.device)
-    ckpt_path = out / CHECKPOINT_NAME
-    if not resume and ckpt_path.exists():
-        raise FileExistsError(f"{ckpt_path} exists: pass resume=True (--resume) to continue it, or use a new out_dir")
-    if resume and not ckpt_path.exists():
-        raise FileNotFoundError(f"resume=True but there is no checkpoint at {ckpt_path}")
+    ckpt_path = start_run(out, resume)
     if info.device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
@@ -237,7 +224,7 @@ def train_vision(
 
     if resume:
         state = load_checkpoint(ckpt_path, map_location=info.device)
-        _check_resumable(state["config"], config)
+        check_resumable(state["config"], config_to_dict(config))
         m.net.load_state_dict(state["model"])
         m.optimizer.load_state_dict(state["optimizer"])
         start_epoch, history, snapshots, elapsed = state["epoch"], state["history"], state["snapshots"], state["elapsed"]
@@ -249,7 +236,7 @@ def train_vision(
     stopped_early = False
     for epoch in range(start_epoch, config.epochs):
         t0 = time.perf_counter()
-        train = _train_epoch(epoch, m, tensors, config, info, snapshots, on_step)
+        train = _train_epoch(epoch, m, tensors, config, info, snapshots, on_step, ckpt_path)
         test = _evaluate(m.model, tensors.test_x, tensors.test_y, config, info, m.autocast)
         epoch_s = time.perf_counter() - t0
         elapsed += epoch_s
@@ -261,9 +248,9 @@ def train_vision(
             tqdm.write(f"epoch {epoch + 1}/{config.epochs}: train loss {r['train_loss']:.4f} acc {r['train_acc']:.4f} | "
                        f"test loss {r['test_loss']:.4f} acc {r['test_acc']:.4f} | {epoch_s:.1f} s, "
                        f"{r['train_images_per_s']:.0f} img/s")
-            atomic_write_text(out / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in history))
+            write_jsonl(out / METRICS_FILE, history)
             if snapshots:
-                atomic_write_text(out / "centers.jsonl", "".join(json.dumps(s) + "\n" for s in snapshots))
+                write_jsonl(out / CENTERS_FILE, snapshots)
             save_checkpoint(ckpt_path, {"config": config_to_dict(config), "epoch": epoch + 1,
                                         "model": m.net.state_dict(), "optimizer": m.optimizer.state_dict(),
                                         "history": history, "snapshots": snapshots, "elapsed": elapsed})
@@ -286,16 +273,15 @@ def train_vision(
     if isinstance(m.net, SelfAttentionNet):
         summary = attention_summary(m.net, normalize(tensors.test_x[:min(config.attention_images, len(tensors.test_x))]))
     if info.is_main:
-        write_json(out / "final.json", final)
+        write_json(out / FINAL_FILE, final)
         if summary is not None:
-            np.savez_compressed(out / "attention.npz", query_maps=summary["query_maps"], queries=summary["queries"],
+            np.savez_compressed(out / ATTENTION_FILE, query_maps=summary["query_maps"], queries=summary["queries"],
                                 n_images=summary["n_images"])
-            write_json(out / "heads.json", summary["heads"])
-        load = os.getloadavg() if hasattr(os, "getloadavg") else None
-        write_json(out / "provenance.json", provenance(
+            write_json(out / HEADS_FILE, summary["heads"])
+        write_json(out / PROVENANCE_FILE, provenance(
             info.device, info.world_size, data.description, data.source, config_to_dict(config),
             {"wall_time_s": elapsed, "train_images": len(tensors.train_x), "test_images": len(tensors.test_x),
              "session_time_s": time.perf_counter() - started, "load_average_at_start": load_at_start,
-             "load_average_at_end": load, "bf16_autocast": m.amp, "compiled": config.compile}))
+             "load_average_at_end": load_average(), "bf16_autocast": m.amp, "compiled": config.compile}))
     barrier(info)
     return final

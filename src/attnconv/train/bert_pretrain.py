@@ -1,0 +1,228 @@
+"""Pretrain a small BERT with masked-LM: the loop behind ``python -m attnconv.train bert-pretrain``.
+
+:func:`pretrain_bert`, in the order a run happens:
+
+1. read the corpus, train (or load) the WordPiece tokenizer, encode and cut the documents into sentence pairs
+   (:func:`prepare_pretraining`);
+2. build :class:`~attnconv.models.bert.BertForMaskedLM` and AdamW (no weight decay on biases, LayerNorms and
+   other 1-D parameters) with a linear warm-up and linear decay to zero;
+3. every step: a batch of the epoch's seeded order, padded to its longest example and masked; every
+   ``eval_every`` steps the masked-LM loss and accuracy on fixed, fixed-masked validation examples, a line in
+   ``metrics.jsonl`` and an atomic checkpoint;
+4. at the end: ``final.json``, ``provenance.json``, ``tokenizer.json`` and ``kernels.json`` (the learned
+   convolution kernels, :func:`attnconv.analysis.kernel_record`).
+
+Every random stream (example order, masking, dropout) is derived from ``(seed, step)``, so ``resume=True``
+continues an interrupted run exactly as if it had not stopped. A NaN or infinite loss stops the run before
+its update, keeping the last checkpoint. Training runs in one process (no DistributedDataParallel).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from tokenizers import Tokenizer
+from torch import nn
+from tqdm import tqdm
+
+from ..analysis import kernel_record
+from ..data.cifar10 import default_cache_dir
+from ..data.corpus import Corpus, load_corpus
+from ..data.hub import HUB_CORPORA, load_hub_corpus
+from ..data.mlm import PairExamples, load_or_encode, make_pairs, mlm_batch
+from ..data.tokenizer import load_or_train_tokenizer, save_tokenizer, special_ids
+from ..models.bert import BertConfig, BertForMaskedLM
+from .bert_config import PretrainConfig
+from .checkpoint import atomic_write_text, load_checkpoint, save_checkpoint, write_json
+from .distributed import init_distributed
+from .provenance import provenance
+from .runs import (CHECKPOINT_NAME, FINAL_FILE, KERNELS_FILE, METRICS_FILE, PROVENANCE_FILE, TOKENIZER_FILE,
+                   bf16_autocast, check_finite_loss, check_resumable, config_to_dict, load_average, start_run,
+                   stream_seed, write_jsonl)
+from .schedule import set_lr, warmup_linear
+
+__all__ = ["PretrainData", "adamw", "load_pretrained", "prepare_pretraining", "pretrain_bert"]
+
+
+def adamw(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW as in BERT (β = (0.9, 0.98), ε = 1e-6); biases, LayerNorm gains and other 1-D parameters get no
+    weight decay."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    plain = [p for p in model.parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                              {"params": plain, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.98), eps=1e-6)
+
+
+@dataclass
+class PretrainData:
+    """The tokenizer and the examples of a pretraining run."""
+
+    tokenizer: Tokenizer
+    train: PairExamples
+    validation: PairExamples
+    corpus: Corpus
+
+
+def prepare_pretraining(config: PretrainConfig, root: str | os.PathLike | None = None,
+                        cache_dir: str | os.PathLike | None = None) -> PretrainData:
+    """Corpus, tokenizer (cached) and examples for ``config``.
+
+    Args:
+        root: folder with the NLTK zips (default ``$ATTNCONV_DATA/nltk/corpora``).
+        cache_dir: where the tokenizer and encoded corpus are cached (default ``<cache>/text``).
+    """
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "text"
+    if config.corpora[0] in HUB_CORPORA:
+        corpus = load_hub_corpus(config.corpora[0])
+    else:
+        corpus = load_corpus(root, config.corpora, config.validation_fraction)
+    tokenizer = load_or_train_tokenizer(corpus.sentences("train"), cache, config.model.vocab_size)
+    train = make_pairs(load_or_encode(tokenizer, corpus.train, cache), config.max_length, config.seed)
+    validation = make_pairs(load_or_encode(tokenizer, corpus.validation, cache), config.max_length, seed=12345)
+    return PretrainData(tokenizer, train, validation, corpus)
+
+
+@torch.no_grad()
+def _evaluate_mlm(model: BertForMaskedLM, data: PretrainData, indices: np.ndarray, config: PretrainConfig,
+                  device: torch.device, amp: bool) -> dict[str, float]:
+    """Masked-LM loss and accuracy on fixed examples with a fixed mask (the same at every evaluation)."""
+    ids = special_ids(data.tokenizer)
+    model.eval()
+    gen = torch.Generator().manual_seed(2024)
+    loss_sum = correct = count = 0.0
+    for start in range(0, len(indices), config.batch_size):
+        batch = mlm_batch(data.validation, indices[start:start + config.batch_size], ids, gen, config.mask_prob)
+        batch = batch.to(device)
+        with bf16_autocast(amp):
+            loss, right = model.loss(batch.input_ids, batch.token_type_ids, batch.padding_mask, batch.labels)
+        m = int((batch.labels != -100).sum())
+        loss_sum += float(loss) * m
+        correct += float(right)
+        count += m
+    model.train()
+    return {"val_loss": loss_sum / count, "val_acc": correct / count}
+
+
+def pretrain_bert(config: PretrainConfig, out_dir: str | os.PathLike, *, resume: bool = False,
+                  data: PretrainData | None = None, root: str | os.PathLike | None = None,
+                  cache_dir: str | os.PathLike | None = None,
+                  on_step: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Pretrain ``config.model`` with masked-LM and write the run into ``out_dir``.
+
+    Args:
+        config: the recipe and sizes.
+        out_dir: receives ``metrics.jsonl``, ``final.json``, ``provenance.json``, ``tokenizer.json``,
+            ``kernels.json`` and ``checkpoint.pt``.
+        resume: continue from ``out_dir/checkpoint.pt`` (an existing checkpoint without it is an error).
+        data: prepared data (default :func:`prepare_pretraining` with ``root`` and ``cache_dir``).
+        on_step: called with the step number after every optimiser step.
+
+    Returns:
+        The contents of ``final.json``.
+    """
+    started, load_at_start = time.perf_counter(), load_average()
+    out = Path(out_dir)
+    ckpt_path = start_run(out, resume)
+    out.mkdir(parents=True, exist_ok=True)
+    device = init_distributed(config.device).device
+    data = data if data is not None else prepare_pretraining(config, root, cache_dir)
+    ids = special_ids(data.tokenizer)
+    model_config = replace(config.model, vocab_size=ids.vocab_size, pad_id=ids.pad)
+    use_amp = config.amp and device.type == "cuda"
+    torch.manual_seed(config.seed)
+    model = BertForMaskedLM(model_config).to(device)
+    optimizer = adamw(model, config.lr, config.weight_decay)
+    val_indices = np.sort(np.random.default_rng(7).permutation(len(data.validation))[:config.eval_examples])
+    n_train = len(data.train)
+    if n_train < config.batch_size:
+        raise ValueError(f"batch_size ({config.batch_size}) exceeds the {n_train} training examples")
+    per_epoch = n_train // config.batch_size
+    warmup_steps = int(round(config.warmup * config.steps))
+
+    step, history, elapsed = 0, [], 0.0
+    if resume:
+        state = load_checkpoint(ckpt_path, map_location=device)
+        check_resumable(state["config"], config_to_dict(config))
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        step, history, elapsed = state["step"], state["history"], state["elapsed"]
+    save_tokenizer(data.tokenizer, out / TOKENIZER_FILE)
+
+    model.train()
+    bar = tqdm(total=config.steps, initial=step, desc=f"pretrain {config.model.variant}", unit="step",
+               mininterval=2.0, disable=not config.progress)
+    window_loss, window_steps, window_tokens, t0 = 0.0, 0, 0, time.perf_counter()
+    stopped_early = False
+    while step < config.steps:
+        epoch, i = divmod(step, per_epoch)
+        order = np.random.default_rng(stream_seed(config.seed, epoch, 0)).permutation(n_train)
+        batch = mlm_batch(data.train, order[i * config.batch_size:(i + 1) * config.batch_size], ids,
+                          torch.Generator().manual_seed(stream_seed(config.seed, step, 1)), config.mask_prob).to(device)
+        torch.manual_seed(stream_seed(config.seed, step, 2))  # dropout
+        lr = config.lr * warmup_linear(step, config.steps, warmup_steps)
+        set_lr(optimizer, lr)
+        with bf16_autocast(use_amp):
+            loss, _ = model.loss(batch.input_ids, batch.token_type_ids, batch.padding_mask, batch.labels)
+        loss_value = float(loss.detach())
+        check_finite_loss(loss_value, f"step {step + 1}", ckpt_path)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        step += 1
+        window_loss, window_steps = window_loss + loss_value, window_steps + 1
+        window_tokens += int((~batch.padding_mask).sum())
+        bar.update(1)
+        if on_step is not None:
+            on_step(step)
+        if step % config.eval_every == 0 or step == config.steps:
+            train_s = time.perf_counter() - t0
+            metrics = _evaluate_mlm(model, data, val_indices, config, device, use_amp)
+            elapsed += time.perf_counter() - t0
+            history.append({"step": step, "lr": lr, "train_loss": window_loss / window_steps, **metrics,
+                            "tokens_per_s": window_tokens / train_s, "wall_time_s": elapsed})
+            bar.set_postfix(val_loss=f"{metrics['val_loss']:.3f}")
+            write_jsonl(out / METRICS_FILE, history)
+            save_checkpoint(ckpt_path, {
+                "config": config_to_dict(config), "model_config": dataclasses.asdict(model_config),
+                "tokenizer": data.tokenizer.to_str(), "step": step, "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(), "history": history, "elapsed": elapsed})
+            window_loss, window_steps, window_tokens, t0 = 0.0, 0, 0, time.perf_counter()
+            if config.time_limit is not None and elapsed > config.time_limit and step < config.steps:
+                stopped_early = True
+                break
+    bar.close()
+
+    atomic_write_text(out / KERNELS_FILE, json.dumps(kernel_record(model, data.tokenizer)) + "\n")
+    final = {"variant": config.model.variant, "config": config.name, "steps": step,
+             "val_loss": history[-1]["val_loss"], "val_acc": history[-1]["val_acc"],
+             "params": sum(p.numel() for p in model.parameters()),
+             "tokens_per_s": float(np.median([r["tokens_per_s"] for r in history])),
+             "train_examples": n_train, "wall_time_s": elapsed, "stopped_early": stopped_early}
+    write_json(out / FINAL_FILE, final)
+    write_json(out / PROVENANCE_FILE, provenance(
+        device, 1, data.corpus.description, data.corpus.source, config_to_dict(config),
+        {"wall_time_s": elapsed, "process_time_s": time.perf_counter() - started, "load_average_at_start":
+         load_at_start, "load_average_at_end": load_average(), "torch_threads": torch.get_num_threads(),
+         "model_config": dataclasses.asdict(model_config), "bf16_autocast": use_amp}))
+    return final
+
+
+def load_pretrained(path: str | os.PathLike, device: str | torch.device = "cpu"
+                    ) -> tuple[BertForMaskedLM, Tokenizer, dict[str, Any]]:
+    """The model, tokenizer and checkpoint of a pretraining run (its folder or its ``checkpoint.pt``)."""
+    path = Path(path)
+    state = load_checkpoint(path / CHECKPOINT_NAME if path.is_dir() else path, map_location=device)
+    if "model_config" not in state or "tokenizer" not in state:
+        raise ValueError(f"{path} is not a bert-pretrain checkpoint (it lacks model_config or tokenizer)")
+    model = BertForMaskedLM(BertConfig(**state["model_config"]))
+    model.load_state_dict(state["model"])
+    return model, Tokenizer.from_str(state["tokenizer"]), state
