@@ -30,7 +30,7 @@ from .._checks import int_at_least
 from ..attention import MultiHeadSelfAttention
 from ..composite import RelativeLogitSum
 from ..lightconv import DynamicConv1d, LightweightConv1d, ProjectedConv1d
-from ..positional.sequence import QueryRelativeLogits, RelativeLogits1d, RelativePositionBias, _StaticRelativeLogits
+from ..positional.sequence import QueryRelativeLogits, RelativeLogits1d, RelativePositionBias, StaticRelativeLogits
 
 __all__ = ["lightconv_to_attention", "attention_to_lightconv", "attention_to_dynamic_conv",
            "dynamic_conv_to_attention"]
@@ -154,7 +154,7 @@ def attention_to_lightconv(module: MultiHeadSelfAttention, max_length: int | Non
             linear, or ``max_length`` is missing for a kernel with tails.
     """
     terms = _position_only_terms(module)
-    if not all(isinstance(t, _StaticRelativeLogits) for t in terms):
+    if not all(isinstance(t, StaticRelativeLogits) for t in terms):
         raise ValueError("module has a query- or key-dependent term: its kernel changes from token to token, so it "
                          "is a dynamic convolution (see attention_to_dynamic_conv), not a lightweight one")
     radius = _kernel_radius(terms, max_length if max_length is not None else getattr(module, "max_length", None))
@@ -187,7 +187,7 @@ def attention_to_dynamic_conv(module: MultiHeadSelfAttention, max_length: int | 
     """
     terms = _position_only_terms(module)
     query_terms = [t for t in terms if isinstance(t, QueryRelativeLogits)]
-    static = [t for t in terms if isinstance(t, _StaticRelativeLogits)]
+    static = [t for t in terms if isinstance(t, StaticRelativeLogits)]
     if len(query_terms) != 1 or len(query_terms) + len(static) != len(terms):
         raise ValueError("module must have exactly one QueryRelativeLogits term and otherwise only "
                          "content-independent terms (a key-dependent term is not predicted from the query)")

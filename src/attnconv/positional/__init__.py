@@ -5,24 +5,27 @@ Theorem 1), :class:`AnisotropicGaussianEncoding`, and :class:`LearnedRelativeEnc
 query-dependent, for the content-plus-position model).
 
 Sequence encodings (Chang et al. 2021), each a convolution kernel on the logits: :class:`RelativePositionBias`
-(optionally T5-bucketed), :class:`QueryRelativeLogits` (Shaw et al.), :class:`KeyRelativeLogits` and :class:`ALiBi`.
+(optionally T5-bucketed), :class:`QueryRelativeLogits` (Shaw et al.), :class:`KeyRelativeLogits` and :class:`ALiBi`;
+the content-free ones derive from :class:`StaticRelativeLogits`.
+
+Modules: :mod:`~attnconv.positional.base` (the interface and grids), :mod:`~attnconv.positional.quadratic`,
+:mod:`~attnconv.positional.anisotropic`, :mod:`~attnconv.positional.learned` (images);
+:mod:`~attnconv.positional.band` (the ``(N, 2k+1)`` band and its spread over ``(N, N)``),
+:mod:`~attnconv.positional.sequence` (sequences).
 """
 
 from .anisotropic import AnisotropicGaussianEncoding
 from .base import PositionalLogits, grid_positions, relative_offsets
 from .learned import LearnedRelativeEncoding2d
 from .quadratic import QuadraticEncoding, hard_logit_floor, positional_query, quadratic_features
+from .band import band_to_logits, key_to_query_frame, logits_to_band, relative_index, relative_position_bucket
 from .sequence import (
     ALiBi,
     KeyRelativeLogits,
     QueryRelativeLogits,
     RelativeLogits1d,
     RelativePositionBias,
-    band_to_logits,
-    key_to_query_frame,
-    logits_to_band,
-    relative_index,
-    relative_position_bucket,
+    StaticRelativeLogits,
 )
 
 __all__ = [
@@ -32,6 +35,7 @@ __all__ = [
     "QueryRelativeLogits",
     "RelativeLogits1d",
     "RelativePositionBias",
+    "StaticRelativeLogits",
     "band_to_logits",
     "key_to_query_frame",
     "logits_to_band",
