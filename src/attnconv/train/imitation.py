@@ -168,6 +168,7 @@ def make_student(config: ImitationConfig, in_channels: int, out_channels: int, k
 def _central_probs(student: MultiHeadSelfAttention, x: Tensor) -> Tensor:
     """Attention of the crop's central pixel over the keys, ``(N_h, H, W)`` (mean over ``x``'s crops)."""
     h, w = x.shape[1:3]
+    x = x[:32] if student.content else x[:1]  # without content every crop gets the same attention
     _, probs = student(x, need_weights=True)  # (B, N_h, N, N)
     return probs[:, :, (h // 2) * w + w // 2].mean(0).reshape(-1, h, w)
 
