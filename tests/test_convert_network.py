@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnconv.construct import ConvAsAttention, convert_convolutions
-from attnconv.smallcnn import SmallCNN, fit, predict_logits, synthetic_images
+from attnconv.models.smallcnn import SmallCNN, fit, predict_logits, synthetic_images
 
 
 def test_small_cnn_converted_gives_identical_predictions():

@@ -1,9 +1,13 @@
-"""Image classifiers for the CIFAR-10 experiments of Cordonnier et al. 2020.
+"""The networks of the experiments: image classifiers (Cordonnier et al. 2020) and a small BERT (Chang et al. 2021).
 
 - :mod:`attnconv.models.vision`: the attention-only network and its :class:`~attnconv.models.vision.VisionConfig`.
 - :mod:`attnconv.models.resnet`: the CIFAR ResNet18 baseline.
+- :mod:`attnconv.models.smallcnn`: a small CNN that trains in under a minute, for the conversion experiment.
 - :mod:`attnconv.models.flops`: parameter and FLOP counts.
-- :mod:`attnconv.models.bert`: the small BERT with convolutional attention variants.
+- :mod:`attnconv.models.bert`: the small BERT with convolutional attention variants, for masked-LM pretraining
+  and sentence classification.
+
+:func:`build_model` builds an image classifier by the name the command line uses (``MODEL_NAMES``).
 """
 
 from __future__ import annotations
@@ -15,13 +19,19 @@ from torch import nn
 from .bert import BERT_SIZES, VARIANTS, BertClassifier, BertConfig, BertForMaskedLM
 from .flops import ModelCost, count_parameters, model_cost
 from .resnet import ResNet, ResNetConfig
+from .smallcnn import SmallCNN
 from .vision import (ATTENTION_KINDS, SelfAttentionNet, VisionConfig, gaussian_parameters, make_attention,
                      no_weight_decay)
 
-__all__ = ["ATTENTION_KINDS", "MODEL_NAMES", "ModelCost", "ResNet", "ResNetConfig", "SelfAttentionNet",
-           "VisionConfig", "build_model", "count_parameters", "gaussian_parameters", "make_attention",
-           "model_cost", "no_weight_decay"]
-__all__ += ["BERT_SIZES", "VARIANTS", "BertClassifier", "BertConfig", "BertForMaskedLM"]
+__all__ = [
+    # image classifiers
+    "ATTENTION_KINDS", "MODEL_NAMES", "ResNet", "ResNetConfig", "SelfAttentionNet", "SmallCNN", "VisionConfig",
+    "build_model", "gaussian_parameters", "make_attention", "no_weight_decay",
+    # costs
+    "ModelCost", "count_parameters", "model_cost",
+    # BERT
+    "BERT_SIZES", "VARIANTS", "BertClassifier", "BertConfig", "BertForMaskedLM",
+]
 
 MODEL_NAMES = ("resnet18",) + tuple(f"sa-{kind.replace('_', '-')}" for kind in ATTENTION_KINDS)
 
