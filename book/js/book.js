@@ -36,16 +36,26 @@
     }
   }
 
+  function scrollerOf(box) {
+    return box.querySelector(":scope > mjx-container") || box;
+  }
+
   function markAllEquations() {
-    document.querySelectorAll("div.math").forEach(markOverflow);
+    document.querySelectorAll("div.math").forEach((box) => markOverflow(scrollerOf(box)));
   }
 
   function init() {
     forwardToggle(".primary-toggle");
     forwardToggle(".secondary-toggle");
-    document.querySelectorAll("div.math").forEach((box) => {
-      box.addEventListener("scroll", () => markOverflow(box), { passive: true });
-    });
+    // The scroll event does not bubble, so listen in the capture phase: MathJax adds its containers later.
+    document.addEventListener(
+      "scroll",
+      (event) => {
+        const el = event.target;
+        if (el instanceof Element && el.classList.contains("math-scrolls")) markOverflow(el);
+      },
+      { capture: true, passive: true },
+    );
     window.addEventListener("resize", markAllEquations);
     const typeset = window.MathJax && window.MathJax.startup && window.MathJax.startup.promise;
     (typeset || Promise.resolve()).then(markAllEquations);
