@@ -1,4 +1,17 @@
-"""Data sets used by the book: where they are found, and small examples for the chapters."""
+"""Data sets used by the book: where they are found, how they are read, and small examples for the chapters.
+
+Images (Cordonnier et al. 2020): :mod:`~attnconv.data.cifar10` (CIFAR-10 and example images, read by
+:mod:`~attnconv.data.cifar10_files`, cached by :mod:`~attnconv.data.cache`) and :mod:`~attnconv.data.augment`
+(crops and flips on the device).
+
+Text (Chang et al. 2021): :mod:`~attnconv.data.corpus` (NLTK corpora for pretraining, read from the zips by
+:mod:`~attnconv.data.nltk_zips`), :mod:`~attnconv.data.tasks` (MR, SUBJ, RTE), :mod:`~attnconv.data.hub`
+(WikiText and GLUE through ``datasets``), :mod:`~attnconv.data.tokenizer` (WordPiece),
+:mod:`~attnconv.data.mlm` (sentence pairs and masking), :mod:`~attnconv.data.text` (an example sentence) and
+:mod:`~attnconv.data.sample_text` (small generated corpora for tests).
+
+Where: :mod:`~attnconv.data.paths` (``$ATTNCONV_DATA`` and the cache folder).
+"""
 
 from .augment import CIFAR10_MEAN, CIFAR10_STD, CropFlip, CropFlipParams, normalize
 from .cifar10 import (CIFAR10, CIFAR10_CLASSES, CIFAR10_MD5, ExampleImage, default_cache_dir, example_image,

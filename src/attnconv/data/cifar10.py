@@ -12,10 +12,7 @@ import hashlib
 import io
 import math
 import os
-import pickle
-import tarfile
 import zipfile
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,14 +20,11 @@ import numpy as np
 import pooch
 import torch
 from PIL import Image
-from tqdm import tqdm
 
 from .cache import load_arrays, save_arrays
+from .cifar10_files import (CIFAR10_CLASSES, CIFAR10_URL, FolderFiles, ZipFiles, check_arrays, read_image_files,
+                            read_official_archive, read_official_folder)
 from .paths import CACHE_ENV_VAR, data_root, default_cache_dir
-
-CIFAR10_CLASSES = (
-    "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
-)
 
 
 @dataclass(frozen=True)
@@ -102,13 +96,10 @@ def example_image(index: int = 0, split: str = "test") -> ExampleImage:
 
 # --- The full data set: train and test arrays from whichever copy is found first -------------------------------
 
-CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 CIFAR10_MD5 = "c58f30108f718f92721af3b95e74349a"
 ARCHIVE_NAME = "cifar-10-python.tar.gz"
 EXTRACTED_NAME = "cifar-10-batches-py"
 CIFAR10_SIZES = {"train": 50_000, "test": 10_000}
-_BATCHES = {"train": tuple(f"data_batch_{i}" for i in range(1, 6)), "test": ("test_batch",)}
-_IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 _ARRAYS = ("train_images", "train_labels", "test_images", "test_labels")
 
 
@@ -210,11 +201,11 @@ def load_cifar10(
     if cached is None:
         arrays = _decode(copy, md5, progress)
         meta = {"origin": arrays.pop("origin"), "source": copy.description}
-        _check_arrays(arrays, expected_sizes, copy.description)  # before writing: never cache a bad copy
+        check_arrays(arrays, expected_sizes, copy.description)  # before writing: never cache a bad copy
         save_arrays(folder, arrays, meta)
     else:
         arrays, meta = cached
-        _check_arrays(arrays, expected_sizes, copy.description)
+        check_arrays(arrays, expected_sizes, copy.description)
     tensors = {k: torch.from_numpy(v) for k, v in arrays.items()}
     return CIFAR10(**tensors, origin=meta["origin"], source=meta["source"])
 
@@ -294,162 +285,14 @@ def _cache_key(copy: _Copy) -> str:
 def _decode(copy: _Copy, md5: str | None, progress: bool) -> dict[str, np.ndarray | str]:
     """Read every image of ``copy`` into arrays (and its ``origin``)."""
     if copy.layout == "official-archive":
-        return _read_official_archive(copy.paths[0], md5)
+        return read_official_archive(copy.paths[0], md5)
     if copy.layout == "official-folder":
-        return _read_official_folder(copy.paths[0])
+        return read_official_folder(copy.paths[0])
     if copy.layout == "image-folder":
-        return _read_image_files(_FolderFiles(copy.paths[0]), copy.description, progress)
+        return read_image_files(FolderFiles(copy.paths[0]), copy.description, progress)
     try:
         with contextlib.ExitStack() as stack:
             zips = [stack.enter_context(zipfile.ZipFile(p)) for p in copy.paths]
-            return _read_image_files(_ZipFiles(zips), copy.description, progress)
+            return read_image_files(ZipFiles(zips), copy.description, progress)
     except zipfile.BadZipFile as err:
         raise RuntimeError(f"{copy.description}: not a readable zip archive ({err}); replace it with a fresh copy") from err
-
-
-# --- The official python-pickle archive ------------------------------------------------------------------------
-
-def file_md5(path: Path) -> str:
-    """The md5 hex digest of a file, read in 1 MiB chunks."""
-    digest = hashlib.md5()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-class _ArrayUnpickler(pickle.Unpickler):
-    """Unpickles the archive's batches (dicts of numpy arrays, lists and bytes) and refuses any other class."""
-
-    _ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-                ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
-                ("numpy._core.multiarray", "scalar"), ("_codecs", "encode")}  # protocol-2 bytes from Python 3
-
-    def find_class(self, module: str, name: str):
-        if (module, name) not in self._ALLOWED:
-            raise pickle.UnpicklingError(f"unexpected object {module}.{name} in a CIFAR-10 batch")
-        return super().find_class(module, name)
-
-
-def _unpickle_batch(raw: bytes, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """One batch file -> images ``(n, 32, 32, 3)`` uint8 and labels ``(n,)`` int64."""
-    try:
-        batch = _ArrayUnpickler(io.BytesIO(raw), encoding="bytes").load()
-        data = np.asarray(batch[b"data"], dtype=np.uint8)
-        labels = np.asarray(batch[b"labels"], dtype=np.int64)
-    except (pickle.UnpicklingError, EOFError, KeyError, TypeError, ValueError, IndexError) as err:
-        raise RuntimeError(f"{name}: not a CIFAR-10 batch ({type(err).__name__}: {err})") from err
-    if data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or len(labels) != len(data):
-        raise RuntimeError(f"{name}: expected data of shape (n, 3072) and n labels, got {data.shape} and {len(labels)}")
-    # Each row holds the red plane, then green, then blue, each 32 x 32 in row-major order.
-    return data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1), labels
-
-
-def _stack(parts: dict[str, list[tuple[np.ndarray, np.ndarray]]]) -> dict[str, np.ndarray | str]:
-    out: dict[str, np.ndarray | str] = {"origin": "official"}
-    for split, batches in parts.items():
-        out[f"{split}_images"] = np.concatenate([b[0] for b in batches])
-        out[f"{split}_labels"] = np.concatenate([b[1] for b in batches])
-    return out
-
-
-def _read_official_archive(path: Path, md5: str | None) -> dict[str, np.ndarray | str]:
-    """Check the archive's md5, then read its six batches straight from the tar stream (nothing is extracted)."""
-    if md5 is not None:
-        got = file_md5(path)
-        if got != md5:
-            raise RuntimeError(
-                f"{path}: md5 {got} does not match the official CIFAR-10 archive ({md5}); the file is truncated "
-                f"or corrupted. Delete it and download {CIFAR10_URL} again"
-            )
-    wanted = {name: split for split, names in _BATCHES.items() for name in names}
-    raw: dict[str, bytes] = {}
-    try:
-        with tarfile.open(path, "r:gz") as tar:
-            for member in tar:
-                base = member.name.rsplit("/", 1)[-1]
-                if member.isfile() and base in wanted:
-                    raw[base] = tar.extractfile(member).read()
-    except (tarfile.TarError, EOFError, OSError, zlib.error) as err:
-        raise RuntimeError(f"{path}: not a readable tar.gz archive ({err}); replace it with a fresh copy") from err
-    missing = sorted(set(wanted) - set(raw))
-    if missing:
-        raise RuntimeError(f"{path}: the archive lacks the batches {missing}")
-    return _stack({s: [_unpickle_batch(raw[n], f"{path}:{n}") for n in names] for s, names in _BATCHES.items()})
-
-
-def _read_official_folder(folder: Path) -> dict[str, np.ndarray | str]:
-    parts = {}
-    for split, names in _BATCHES.items():
-        missing = [n for n in names if not (folder / n).is_file()]
-        if missing:
-            raise RuntimeError(f"{folder}: the extracted archive lacks the batches {missing}")
-        parts[split] = [_unpickle_batch((folder / n).read_bytes(), str(folder / n)) for n in names]
-    return _stack(parts)
-
-
-# --- Per-class image files, in zips or folders ------------------------------------------------------------------
-
-class _ZipFiles:
-    """The image entries of one or more zips, as (name, reader) pairs."""
-
-    def __init__(self, zips: list[zipfile.ZipFile]) -> None:
-        self.entries = {n: zf for zf in zips for n in zf.namelist() if n.lower().endswith(_IMAGE_SUFFIXES)}
-
-    def read(self, name: str) -> bytes:
-        return self.entries[name].read(name)
-
-
-class _FolderFiles:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.entries = {p.relative_to(root).as_posix(): None for p in root.rglob("*")
-                        if p.is_file() and p.suffix.lower() in _IMAGE_SUFFIXES}
-
-    def read(self, name: str) -> bytes:
-        return (self.root / name).read_bytes()
-
-
-def _read_image_files(files: _ZipFiles | _FolderFiles, where: str, progress: bool) -> dict[str, np.ndarray | str]:
-    """Decode ``.../<split>/<class>/<file>`` images into arrays, sorted by class, then file name."""
-    by_split: dict[str, list[tuple[int, str]]] = {"train": [], "test": []}
-    for name in files.entries:
-        parts = name.split("/")
-        if len(parts) < 3 or parts[-3] not in by_split:
-            continue
-        if parts[-2] not in CIFAR10_CLASSES:
-            raise RuntimeError(f"{where}: {name!r} is in the folder {parts[-2]!r}, which is not a CIFAR-10 class "
-                               f"(expected <split>/<class>/<file> with a class from {CIFAR10_CLASSES})")
-        by_split[parts[-3]].append((CIFAR10_CLASSES.index(parts[-2]), name))
-    for split, items in by_split.items():
-        if not items:
-            raise RuntimeError(f"{where}: no images under {split}/<class>/")
-    suffixes = {n.rsplit(".", 1)[-1].lower() for items in by_split.values() for _, n in items}
-    out: dict[str, np.ndarray | str] = {"origin": "jpeg" if suffixes <= {"jpg", "jpeg"} else "png" if suffixes == {"png"} else "images"}
-    total = sum(len(v) for v in by_split.values())
-    with tqdm(total=total, desc="decoding CIFAR-10", unit="img", disable=not progress) as bar:
-        for split, items in by_split.items():
-            items.sort(key=lambda item: (item[0], item[1].rsplit("/", 1)[-1]))
-            images = np.empty((len(items), 32, 32, 3), dtype=np.uint8)
-            for i, (_, name) in enumerate(items):
-                pixels = np.asarray(Image.open(io.BytesIO(files.read(name))).convert("RGB"))
-                if pixels.shape != (32, 32, 3):
-                    raise RuntimeError(f"{where}: {name!r} is {pixels.shape[1]}x{pixels.shape[0]}, expected 32x32")
-                images[i] = pixels
-                bar.update(1)
-            out[f"{split}_images"] = images
-            out[f"{split}_labels"] = np.array([label for label, _ in items], dtype=np.int64)
-    return out
-
-
-def _check_arrays(arrays: dict[str, np.ndarray], expected: dict[str, int] | None, where: str) -> None:
-    """Shapes, dtypes, label range and (when ``expected``) the number of images of each split."""
-    for split in ("train", "test"):
-        images, labels = arrays[f"{split}_images"], arrays[f"{split}_labels"]
-        if images.dtype != np.uint8 or images.ndim != 4 or images.shape[1:] != (32, 32, 3):
-            raise RuntimeError(f"{where}: {split} images must be uint8 (N, 32, 32, 3), got {images.dtype} {images.shape}")
-        if labels.shape != (len(images),) or (len(labels) and not 0 <= labels.min() <= labels.max() <= 9):
-            raise RuntimeError(f"{where}: {split} labels must be {len(images)} integers in 0-9")
-        if expected is not None and len(images) != expected[split]:
-            raise RuntimeError(f"{where}: expected {expected[split]} {split} images, found {len(images)} "
-                               f"(an incomplete copy? pass expected_sizes=None to accept it)")

@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from .._checks import int_at_least, positive_int
-from .band import FRAMES, band_to_logits, key_to_query_frame, logits_to_band, relative_index, relative_position_bucket
+from .band import band_to_logits, key_to_query_frame, logits_to_band, relative_index, relative_position_bucket
 from .base import PositionalLogits
 
 __all__ = [

@@ -34,10 +34,10 @@ from torch import nn
 from tqdm import tqdm
 
 from ..analysis import kernel_record
-from ..data.cifar10 import default_cache_dir
 from ..data.corpus import Corpus, load_corpus
 from ..data.hub import HUB_CORPORA, load_hub_corpus
 from ..data.mlm import PairExamples, load_or_encode, make_pairs, mlm_batch
+from ..data.paths import default_cache_dir
 from ..data.tokenizer import load_or_train_tokenizer, save_tokenizer, special_ids
 from ..models.bert import BertConfig, BertForMaskedLM
 from .bert_config import PretrainConfig
