@@ -97,8 +97,11 @@ def _run(label: str, values: Mapping[str, Any]) -> CheckResult:
     missing = [n for n in exercise.names if n not in values]
     if missing:
         return CheckResult(False, f"`{'`, `'.join(missing)}` not defined: did the exercise's cell run to the end?")
+    import torch
+
     try:
-        return exercise.check(**{n: values[n] for n in exercise.names})
+        with torch.no_grad():  # a check compares values: it needs no graph, and float() of a graph warns
+            return exercise.check(**{n: values[n] for n in exercise.names})
     except Exception as err:  # a student's value may break the check in any way: report it, don't crash
         return CheckResult(False, f"checking your answer raised {type(err).__name__}: {err}")
 

@@ -1,0 +1,177 @@
+"""What the chapters show a reader inside the page: viewers that respond with no kernel, quiet outputs, no raw
+markup.
+
+- Every kernel-free viewer (``.attnconv-viewer``) changes its image when any of its controls moves, in headless
+  Chromium, offline; the chapters that promise one have one.
+- No cell output shows a ``UserWarning``, a ``<torch._C.Generator at 0x...>``, an object repr with ``np.int64``,
+  or a path of the machine that built the book.
+- No pipe-table text (``|---|``) and no raw LaTeX (``$\\``, ``\\begin{matrix}``) is left outside code and math.
+
+The two text checks read the built HTML; ``test_checks_catch_the_defects`` shows that each of them fails on a
+page with that defect.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from .conftest import HTML
+
+CHAPTERS = sorted(str(p.relative_to(HTML)) for p in (HTML / "notebooks").glob("[0-9][0-9]_*.html"))
+# The chapters whose dead widgets became viewers, and the one that explores the committed vision runs.
+VIEWER_CHAPTERS = ("02_", "03_", "05_", "06_")
+
+_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+_SKIP_ALWAYS = {"script", "style", "template", "textarea"}
+_CODE = {"pre", "code", "kbd", "samp"}
+
+
+class _Text(HTMLParser):
+    """The page's text in pieces, each with whether it sits in a cell output, in code, or in math."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[tuple[str, bool, bool, bool, bool]] = []  # tag, output, code, math, skip
+        self.pieces: list[tuple[str, bool, bool, bool]] = []  # text, in_output, in_code, in_math
+
+    def handle_starttag(self, tag, attrs):
+        if tag in _VOID:
+            return
+        classes = (dict(attrs).get("class") or "").split()
+        top = self.stack[-1] if self.stack else (None, False, False, False, False)
+        self.stack.append((tag, top[1] or "cell_output" in classes, top[2] or tag in _CODE,
+                           top[3] or "math" in classes, top[4] or tag in _SKIP_ALWAYS))
+
+    def handle_endtag(self, tag):
+        for i in range(len(self.stack) - 1, -1, -1):
+            if self.stack[i][0] == tag:
+                del self.stack[i:]
+                return
+
+    def handle_data(self, data):
+        if not data.strip():
+            return
+        _, output, code, math, skip = self.stack[-1] if self.stack else (None, False, False, False, False)
+        if not skip:
+            self.pieces.append((data, output, code, math))
+
+
+def _pieces(page_html: str) -> list[tuple[str, bool, bool, bool]]:
+    parser = _Text()
+    parser.feed(page_html)
+    return parser.pieces
+
+
+NOISE = {
+    "a warning": re.compile(r"\b\w*Warning: "),
+    "a generator repr": re.compile(r"Generator at 0x[0-9a-f]+"),
+    "an object address": re.compile(r"<[\w.]+ (object )?at 0x[0-9a-f]+>"),
+    "a numpy scalar repr": re.compile(r"np\.(int|float)\d*\("),
+    "an absolute path": re.compile(r"(?<![\w:/.~-])/(home|work|tmp|root|Users|usr|opt|var|mnt|srv)/[\w.-]+"
+                                   r"|\b[A-Z]:\\[\w]"),
+}
+RAW = {
+    "a markdown table rule": re.compile(r"\|\s*:?-{3,}:?\s*\|"),
+    "raw LaTeX math": re.compile(r"\$\\[a-zA-Z]"),
+    "a raw LaTeX environment": re.compile(r"\\begin\{(matrix|pmatrix|bmatrix|array|aligned)\}"),
+}
+
+
+def output_noise(page_html: str) -> list[str]:
+    """Each piece of cell-output text (printed streams included) that shows build noise, named."""
+    found = []
+    for text, output, _, math in _pieces(page_html):
+        if output and not math:
+            found += [f"{name}: {text.strip()[:160]!r}" for name, rx in NOISE.items() if rx.search(text)]
+    return found
+
+
+def raw_markup(page_html: str) -> list[str]:
+    """Each piece of text outside code and math that is unrendered markdown or LaTeX, named. Text printed by an
+    output counts even in a ``<pre>``: a reader sees it raw all the same."""
+    found = []
+    for text, output, code, math in _pieces(page_html):
+        if math or (code and not output):
+            continue
+        found += [f"{name}: {text.strip()[:160]!r}" for name, rx in RAW.items() if rx.search(text)]
+    return found
+
+
+def test_checks_catch_the_defects():
+    clean = ('<div class="cell_input"><pre>torch.manual_seed(0)  # /work/x |---|</pre></div>'
+             '<div class="cell_output"><pre>accuracy 0.91</pre><div class="math">\\begin{matrix}0\\end{matrix}</div>'
+             '</div><p>See <code>$\\alpha</code> and <span class="math">\\(\\alpha\\)</span>.</p>')
+    assert output_noise(clean) == [] and raw_markup(clean) == []
+    noisy = ['<div class="cell_output"><pre>&lt;torch._C.Generator at 0x7f3a&gt;</pre></div>',
+             '<div class="cell_output"><pre>/x/y.py:3: UserWarning: Converting a tensor</pre></div>',
+             '<div class="cell_output"><div><p>data (/work/shared/data/cifar.zip)</p></div></div>',
+             '<div class="cell_output"><pre>query (np.int64(8), np.int64(8))</pre></div>']
+    for page in noisy:
+        assert output_noise(page), page
+    raw = ['<div class="cell_output"><p>| a | b |\n|---|---|\n| 1 | 2 |</p></div>',
+           '<div class="cell_output"><p>residual: $\\left[\\begin{matrix}0 &amp; 0\\0\\end{matrix}\\right]$</p></div>',
+           '<ul><li><p>\\alpha \\begin{matrix}x\\end{matrix}</p></li></ul>']
+    for page in raw:
+        assert raw_markup(page), page
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("page_path", CHAPTERS)
+def test_outputs_are_quiet_and_rendered(page_path):
+    page_html = (HTML / page_path).read_text(encoding="utf-8")
+    noise = output_noise(page_html)
+    assert not noise, f"{page_path}: outputs show build noise: {noise}"
+    raw = raw_markup(page_html)
+    assert not raw, f"{page_path}: unrendered markup outside code: {raw}"
+
+
+# The viewer's image: the frame's data URI, or every canvas's pixels.
+_SIGNATURE_JS = """root => Array.from(root.querySelectorAll('img.av-frame, canvas.av-map'))
+  .map(e => e.tagName === 'IMG' ? e.src : e.toDataURL()).join('|')"""
+# Move one control to another value the way a reader's drag or pick ends: set it, then fire input and change.
+_MOVE_JS = """el => {
+  if (el.tagName === 'SELECT') { el.selectedIndex = (el.selectedIndex + 1) % el.options.length; }
+  else { el.value = String(Number(el.value) === Number(el.max) ? el.min : el.max); }
+  el.dispatchEvent(new Event('input', {bubbles: true}));
+  el.dispatchEvent(new Event('change', {bubbles: true}));
+  return el.value; }"""
+_VALUES_JS = "root => Array.from(root.querySelectorAll('.av-control')).map(e => e.value)"
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("page_path", CHAPTERS)
+def test_every_viewer_responds_to_its_controls(browser, site, page_path):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(site) or
+               r.request.url.startswith("data:") else r.abort())
+    page.goto(f"{site}/{page_path}", wait_until="load")
+    viewers = page.query_selector_all(".attnconv-viewer")
+    if page_path.split("/")[-1].startswith(VIEWER_CHAPTERS):
+        assert viewers, f"{page_path}: no kernel-free viewer on the page"
+    for n, viewer in enumerate(viewers):
+        viewer.scroll_into_view_if_needed()
+        controls = viewer.query_selector_all(".av-control")
+        assert controls, f"{page_path}: viewer {n} has no control"
+        before = viewer.evaluate(_SIGNATURE_JS)
+        assert before and "base64," in before, f"{page_path}: viewer {n} drew nothing"
+        for control in controls:
+            label = control.get_attribute("aria-label")
+            control.evaluate(_MOVE_JS)
+            after = viewer.evaluate(_SIGNATURE_JS)
+            assert after != before, f"{page_path}: viewer {n}: moving {label!r} left the image unchanged"
+            before = after
+        canvas = viewer.query_selector("canvas.av-map")
+        if canvas is not None and viewer.query_selector("[aria-label='query row']"):
+            values = viewer.evaluate(_VALUES_JS)
+            canvas.click(position={"x": 2, "y": 2})  # the top-left pixel
+            assert viewer.evaluate(_VALUES_JS) != values, f"{page_path}: viewer {n}: a click did not move the query"
+    leftover = page.query_selector_all(".widget-slider, .jupyter-widgets")
+    assert not leftover, f"{page_path}: {len(leftover)} ipywidgets remain, which do nothing without a kernel"
+    assert not errors, f"{page_path}: script errors: {errors}"
+    context.close()
