@@ -430,6 +430,8 @@ class DepthwiseSeparableConv1d(nn.Module):
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
         _check_tokens(x, self.in_channels, dtype=self.pointwise.weight.dtype)
+        if x.shape[1] == 0:
+            raise ValueError("x must hold at least one token (N >= 1), got N = 0")
         _check_mask(key_padding_mask, x)
         if key_padding_mask is not None:
             x = x.masked_fill(key_padding_mask[..., None], 0.0)
@@ -462,10 +464,16 @@ class ProjectedConv1d(nn.Module):
         if not isinstance(conv, (LightweightConv1d, DynamicConv1d)):
             raise ValueError(f"conv must be a LightweightConv1d or DynamicConv1d, got {type(conv).__name__}")
         self.conv, self.in_proj, self.out_proj = conv, in_proj, out_proj
+        # C, the input channels: the value projection's, or the convolution's without one (None: not known)
+        self.in_channels = conv.embed_dim if in_proj is None else getattr(
+            in_proj, "in_features", getattr(in_proj, "in_channels", None))
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
+        channels = self.in_channels if self.in_channels is not None else x.shape[-1] if isinstance(x, Tensor) else -1
+        _check_tokens(x, channels, dtype=next(self.conv.parameters()).dtype)
+        if x.shape[1] == 0:
+            raise ValueError("x must hold at least one token (N >= 1), got N = 0")
         if key_padding_mask is not None:
-            _check_tokens(x, x.shape[-1] if isinstance(x, Tensor) else -1)
             _check_mask(key_padding_mask, x)
             x = x.masked_fill(key_padding_mask[..., None], 0.0)  # padding never reaches the projections
         values = x if self.in_proj is None else self.in_proj(x)
