@@ -250,7 +250,7 @@ class LightweightConv1d(_HeadKernelConv1d):
         weight_softmax: ``False``: the kernel is the raw, signed w (fairseq's ``weight_softmax=False``); needs
             ``boundary="zeros"``. No softmax attention has a signed kernel: see :meth:`to_conv1d`.
         causal: the K = ``kernel_size`` taps read offsets -(K-1)..0, the past only (any K ≥ 1); equal to causal
-            windowed relative-bias attention (:func:`~attnconv.construct.lightconv_to_attention`).
+            windowed relative-bias attention (:func:`~attnconv.construct.sequence.lightconv_to_attention`).
 
     Attributes:
         weight: ``(N_h, K)`` kernel logits w; the kernel is β = softmax(w) (:attr:`kernel`), or w itself.
@@ -293,7 +293,7 @@ class LightweightConv1d(_HeadKernelConv1d):
         Its weight is block-diagonal: output channel c reads only input channel c, with head c // (C / N_h)'s
         kernel. With ``padding=padding_l`` on both sides, the first N outputs are this layer's (all of them for a
         centred kernel; a causal kernel's extra K - 1 outputs at the end are dropped). This is how a signed kernel
-        (``weight_softmax=False``) reaches attention: :func:`~attnconv.construct.conv_to_mhsa` (Theorem 1) turns the
+        (``weight_softmax=False``) reaches attention: :func:`~attnconv.construct.image.conv_to_mhsa` (Theorem 1) turns the
         ``nn.Conv1d`` into multi-head attention with one hard head per tap.
 
         Raises:

@@ -14,7 +14,7 @@ Attention renormalises its softmax over the keys that exist, so the convolutions
 k ≤ i < N - k. A causal convolution (taps on δ = -(K-1)..0) is causal attention: the windowed bias or relative
 keys with -inf on every future key. A bias on the convolution's output is the output projection's bias. A raw,
 signed kernel (``weight_softmax=False``) has no softmax counterpart, since attention weights are positive and sum
-to one; :meth:`~attnconv.lightconv.LightweightConv1d.to_conv1d` and :func:`~attnconv.construct.conv_to_mhsa`
+to one; :meth:`~attnconv.lightconv.LightweightConv1d.to_conv1d` and :func:`~attnconv.construct.image.conv_to_mhsa`
 reach it instead, with one hard head per tap (Theorem 1). A clipped kernel (Shaw et al., T5, ALiBi) has constant or decaying tails over the whole
 sequence, so its convolution has 2 ``max_length`` - 1 taps.
 """
