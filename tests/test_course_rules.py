@@ -11,8 +11,8 @@ import nbformat
 import pytest
 
 from attnconv.exercises import EXERCISES, exercises_for
-from attnconv.grade import grade_notebook
-from attnconv.student import plain_exercises, strip_solutions, student_notebook
+from attnconv.course.grade import grade_notebook
+from attnconv.course.student import plain_exercises, strip_solutions, student_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.md"))

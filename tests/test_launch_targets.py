@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from attnconv.student import DEFAULT_REPOSITORY
+from attnconv.course.student import DEFAULT_REPOSITORY
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "ext"))

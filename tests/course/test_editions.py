@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from attnconv.grade import grade_notebook
+from attnconv.course.grade import grade_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
