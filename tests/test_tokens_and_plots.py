@@ -34,7 +34,11 @@ def test_space_to_depth_bad_input(shape, block, message):
 
 def test_figures_have_one_panel_per_item():
     image = torch.rand(8, 8, 3)
-    assert len(plot_shifted_copies(image, 3).axes) == 9
+    assert len(plot_shifted_copies(image, 3).axes) == 1 + 9  # the input near q, then one copy per shift
     assert len(plot_weight_matrices(torch.randn(4, 3, 2, 3)).axes) == 6 + 1  # plus the colour bar
     probs = torch.softmax(torch.randn(4, 16, 16), -1)
-    assert len(plot_attention(probs, (4, 4), (1, 2), image=image).axes) == 5
+    fig = plot_attention(probs, (4, 4), (1, 2), image=image)
+    assert len(fig.axes) == 1 + 4 + 1  # input, one map per head, the colour bar
+    assert fig.axes[-1].get_ylabel() == "attention weight"
+    with pytest.raises(ValueError, match="odd"):
+        plot_shifted_copies(image, 2)

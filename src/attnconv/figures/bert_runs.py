@@ -45,13 +45,15 @@ def plot_sentence_kernels(kernels: np.ndarray, tokens: Sequence[str], offsets: S
     """
     kernels = np.asarray(kernels)
     rows = kernels[layer, head]
-    fig, ax = plt.subplots(figsize=(6, 0.25 * len(tokens) + 1))
-    ax.imshow(rows, aspect="auto", cmap="viridis", vmin=0,
-              extent=(offsets[0] - 0.5, offsets[-1] + 0.5, len(tokens) - 0.5, -0.5))
+    fig, ax = plt.subplots(figsize=(7, 0.26 * len(tokens) + 1.2), layout="constrained")
+    im = ax.imshow(rows, aspect="auto", cmap="viridis", vmin=0,
+                   extent=(offsets[0] - 0.5, offsets[-1] + 0.5, len(tokens) - 0.5, -0.5))
     ax.set_yticks(range(len(tokens)))
-    ax.set_yticklabels(tokens, fontsize=7)
-    ax.set_xlabel("offset δ = key − query")
-    ax.set_title(title or f"query-dependent kernels, layer {layer + 1}, head {head + 1}", fontsize=9)
+    ax.set_yticklabels(tokens, fontsize=9)
+    ax.set_xlabel("offset δ = key − query", fontsize=10)
+    ax.set_ylabel("query token", fontsize=10)
+    fig.colorbar(im, ax=ax, shrink=0.8, label="kernel weight")
+    ax.set_title(title or f"query-dependent kernels, layer {layer + 1}, head {head + 1}", fontsize=11)
     return fig
 
 

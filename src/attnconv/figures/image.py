@@ -29,22 +29,54 @@ def _as_image(x: Tensor) -> np.ndarray:
     return (x if x.shape[-1] == 3 else x[..., 0]).numpy()
 
 
-def plot_shifted_copies(image: Tensor, kernel_size: int, dilation: int = 1) -> Figure:
-    """The K^2 zero-filled shifted copies ``shift(image, Δ)`` that a 'same' K x K convolution reads.
+def plot_shifted_copies(image: Tensor, kernel_size: int, dilation: int = 1, query: Sequence[int] | None = None,
+                        radius: int = 4) -> Figure:
+    """The K² zero-filled shifted copies ``shift(image, Δ)`` that a 'same' K x K convolution reads, zoomed in.
+
+    A one-pixel shift is invisible on a whole thumbnail, so every panel shows the same ``(2 radius + 1)²`` window
+    around the query pixel q (red square). Left, the input X with the K x K neighbourhood q + Δ outlined. On the
+    grid, the copy for Δ: the pixel inside the red square is X[q + Δ], the neighbour that tap Δ reads.
 
     Args:
         image: ``(H, W, C)``.
         kernel_size: K, odd, so that the grid is centred on Δ = (0, 0).
+        dilation: spacing of the taps.
+        query: q, default the centre of the image.
+        radius: half-size of the window drawn.
     """
+    if kernel_size % 2 == 0:
+        raise ValueError(f"kernel_size must be odd so that the grid is centred on Δ = (0, 0), got {kernel_size}")
+    h, w = image.shape[:2]
+    qy, qx = (h // 2, w // 2) if query is None else (int(query[0]), int(query[1]))
     pad = dilation * (kernel_size - 1) // 2
-    fig, axes = plt.subplots(kernel_size, kernel_size, figsize=(1.6 * kernel_size, 1.6 * kernel_size))
-    for (tap, delta), ax in zip(kernel_shifts((kernel_size,) * 2, (dilation,) * 2, (pad,) * 2), axes.flat):
-        ax.imshow(_as_image(shift(image, delta)), cmap="gray", interpolation="nearest")
-        ax.set_title(f"Δ = {delta}", fontsize=8)
+    window = (slice(max(qy - radius, 0), qy + radius + 1), slice(max(qx - radius, 0), qx + radius + 1))
+    oy, ox = qy - window[0].start, qx - window[1].start
+    lo, hi = float(image.min()), float(image.max())
+
+    def crop(x: Tensor) -> np.ndarray:
+        x = x.detach().to(torch.float64).cpu()
+        x = (x - lo) / (hi - lo) if hi > lo else torch.zeros_like(x)
+        return (x if x.shape[-1] == 3 else x[..., 0]).numpy()[window]
+
+    fig = plt.figure(figsize=(3.2 + 1.9 * kernel_size, 1.9 * kernel_size), layout="constrained")
+    grid = fig.add_gridspec(kernel_size, kernel_size + 1, width_ratios=[kernel_size * 0.9] + [1] * kernel_size)
+    ax = fig.add_subplot(grid[:, 0])
+    ax.imshow(crop(image), cmap="gray", interpolation="nearest")
+    ax.add_patch(plt.Rectangle((ox - pad - 0.5, oy - pad - 0.5), 2 * pad + 1, 2 * pad + 1, fill=False,
+                               ec="cyan", lw=2))
+    ax.add_patch(plt.Rectangle((ox - 0.5, oy - 0.5), 1, 1, fill=False, ec="red", lw=2))
+    ax.set_title("X near q: the taps q + Δ (cyan)", fontsize=11)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for _, delta in kernel_shifts((kernel_size,) * 2, (dilation,) * 2, (pad,) * 2):
+        dy, dx = delta
+        ax = fig.add_subplot(grid[(dy // dilation) + kernel_size // 2, (dx // dilation) + kernel_size // 2 + 1])
+        ax.imshow(crop(shift(image, delta)), cmap="gray", interpolation="nearest")
+        ax.add_patch(plt.Rectangle((ox - 0.5, oy - 0.5), 1, 1, fill=False, ec="red", lw=1.5))
+        ax.set_title(f"Δ = ({dy}, {dx})", fontsize=11)
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.suptitle("shift(X, Δ): the pixel read at offset Δ = key − query", fontsize=10)
-    fig.tight_layout()
+    fig.suptitle("shift(X, Δ) near the query q (red): the copy Δ holds X[q + Δ] at q", fontsize=12)
     return fig
 
 
@@ -81,21 +113,24 @@ def plot_attention(probs: Tensor, grid: Sequence[int], query: Sequence[int], ima
     q = query[0] * w + query[1]
     maps = probs.detach().to(torch.float64).cpu()[:, q, :].reshape(-1, h, w)
     panels = maps.shape[0] + (image is not None)
-    fig, axes = plt.subplots(1, panels, figsize=(2.2 * panels, 2.4), squeeze=False)
+    fig, axes = plt.subplots(1, panels, figsize=(2.3 * panels + 0.8, 2.6), squeeze=False, layout="constrained")
     axes = list(axes[0])
     if image is not None:
         ax = axes.pop(0)
         ax.imshow(_as_image(image), interpolation="nearest")
-        ax.set_title("input", fontsize=9)
+        ax.set_title("input", fontsize=11)
         ax.set_xticks([])
         ax.set_yticks([])
+    vmax = float(maps.max()) or 1.0  # one scale for every head, so that their maps can be compared
     for head, ax in enumerate(axes):
-        ax.imshow(maps[head].numpy(), cmap="viridis", interpolation="nearest", vmin=0)
+        im = ax.imshow(maps[head].numpy(), cmap="viridis", interpolation="nearest", vmin=0, vmax=vmax)
         ax.plot(query[1], query[0], marker="s", mfc="none", mec="red", ms=7)
-        ax.set_title(titles[head] if titles else f"head {head}", fontsize=9)
+        ax.set_title(titles[head] if titles else f"head {head}", fontsize=11)
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.tight_layout()
+        ax.set_xlabel("key column", fontsize=9)
+    axes[0].set_ylabel("key row", fontsize=9)
+    fig.colorbar(im, ax=axes, shrink=0.85, label="attention weight")
     return fig
 
 
@@ -119,8 +154,11 @@ def plot_gaussian_head(probs: Tensor, grid: Sequence[int], query: Sequence[int],
                        title: str = "") -> Figure:
     """One head's attention from one query over a grid, with the query and the head's centre q + Δ marked."""
     h, w = grid
-    fig, ax = plt.subplots(figsize=(3.4, 3.4))
-    ax.imshow(probs.detach().to(torch.float64).cpu().reshape(h, w).numpy(), cmap="magma", vmin=0)
+    fig, ax = plt.subplots(figsize=(4.2, 3.4))
+    im = ax.imshow(probs.detach().to(torch.float64).cpu().reshape(h, w).numpy(), cmap="magma", vmin=0)
+    fig.colorbar(im, ax=ax, shrink=0.85, label="attention weight")
+    ax.set_xlabel("key column")
+    ax.set_ylabel("key row")
     ax.plot(query[1], query[0], "s", mfc="none", mec="cyan", ms=9, label="query q")
     ax.plot(query[1] + center[1], query[0] + center[0], "+", color="lime", ms=12, mew=2, label="q + Δ")
     ax.set_title(title, fontsize=9)

@@ -121,26 +121,40 @@ def plot_boundary_effect(kernel: Tensor, length: int = 16) -> Figure:
     return fig
 
 
+# Panel titles in the papers' notation for the logit terms of composite attention, by term (class) name.
+TERM_TITLES = {
+    "content": r"content $q_i k_j^\top / \sqrt{D_h}$",
+    "RelativePositionBias": r"fixed $b_\delta$",
+    "QueryRelativeLogits": r"query-dynamic $q_i a_\delta^\top / \sqrt{D_h}$",
+    "KeyRelativeLogits": r"key-dynamic $k_j c_\delta^\top / \sqrt{D_h}$",
+}
+
+
 def plot_kernel_terms(kernels: Mapping[str, Tensor], probs: Tensor, query: int, radius: int) -> Figure:
     """Composite attention for one query: the kernel of each logit term over offsets, and the softmax of their sum.
 
     Args:
-        kernels: term name -> ``(2r+1,)`` logits of that term for this query (NaN where no key exists).
+        kernels: term name -> ``(2r+1,)`` logits of that term for this query (NaN where no key exists). Class
+            names of the terms are titled with their formula (:data:`TERM_TITLES`).
         probs: ``(2r+1,)`` the attention of the query over the same offsets.
         query: i, for the title.
         radius: r.
     """
     offsets = np.arange(-radius, radius + 1)
     names = list(kernels)
-    fig, axes = plt.subplots(1, len(names) + 1, figsize=(2.6 * (len(names) + 1), 2.8), sharex=True)
+    fig, axes = plt.subplots(1, len(names) + 1, figsize=(2.9 * (len(names) + 1), 3.4), sharex=True)
     for ax, name in zip(axes, names):
         ax.bar(offsets, _np(kernels[name]), color="tab:gray")
-        ax.set_title(name, fontsize=9)
-        ax.set_xlabel("δ", fontsize=8)
+        ax.set_title(TERM_TITLES.get(name, name), fontsize=12)
+        ax.set_xlabel("offset δ = j − i", fontsize=11)
+        ax.tick_params(labelsize=10)
+    axes[0].set_ylabel("logit", fontsize=11)
     axes[-1].bar(offsets, _np(probs), color="tab:blue")
-    axes[-1].set_title("softmax of the sum", fontsize=9)
-    axes[-1].set_xlabel("δ", fontsize=8)
-    fig.suptitle(f"query token i = {query}: every logit term is a kernel over offsets δ", fontsize=10)
+    axes[-1].set_title(r"attention: softmax of the sum", fontsize=12)
+    axes[-1].set_xlabel("offset δ = j − i", fontsize=11)
+    axes[-1].set_ylabel("probability", fontsize=11)
+    axes[-1].tick_params(labelsize=10)
+    fig.suptitle(f"query token i = {query}: every logit term is a kernel over offsets δ", fontsize=13)
     fig.tight_layout()
     return fig
 

@@ -14,6 +14,7 @@ import math
 from typing import Any, Sequence
 
 import matplotlib.pyplot as plt
+from matplotlib.colors import PowerNorm
 import numpy as np
 import torch
 from matplotlib.figure import Figure
@@ -153,21 +154,26 @@ def plot_attention_maps(query_maps: np.ndarray, query: Sequence[int], title: str
     """
     maps = np.asarray(query_maps, dtype=float)
     layers, heads = maps.shape[:2]
-    fig, axes = plt.subplots(layers, heads, figsize=(1.25 * heads, 1.3 * layers + 0.4), squeeze=False)
+    # One scale for every map, so that heads can be compared; square-root, so that diffuse heads stay visible.
+    norm = PowerNorm(0.5, vmin=0, vmax=float(maps.max()) or 1.0)
+    fig, axes = plt.subplots(layers, heads, figsize=(1.35 * heads + 1.0, 1.4 * layers + 0.6), squeeze=False,
+                             layout="constrained")
     for layer in range(layers):
         for h in range(heads):
             ax = axes[layer, h]
-            ax.imshow(maps[layer, h], cmap="viridis", vmin=0, interpolation="nearest")
+            im = ax.imshow(maps[layer, h], cmap="viridis", norm=norm, interpolation="nearest")
             ax.plot(query[1], query[0], "s", mfc="none", mec="red", ms=4, mew=0.8)
             ax.set_xticks([])
             ax.set_yticks([])
             if layer == 0:
-                ax.set_title(f"head {h + 1}", fontsize=7)
+                ax.set_title(f"head {h + 1}", fontsize=10)
             if h == 0:
-                ax.set_ylabel(f"layer {layer + 1}", fontsize=7)
+                ax.set_ylabel(f"layer {layer + 1}\nkey row", fontsize=10)
+            if layer == layers - 1:
+                ax.set_xlabel("key column", fontsize=9)
+    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label="attention weight (square-root scale)")
     if title:
-        fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
+        fig.suptitle(title, fontsize=12)
     return fig
 
 
