@@ -1,4 +1,8 @@
-"""Timing and peak-memory helpers shared by the benchmark scripts (Linux)."""
+"""What every benchmark script shares (Linux): timing, peak memory, the machine, and the record it writes.
+
+:func:`write_record` is the one writer of a benchmark's results: ``OUT.json`` (the full record) and ``OUT.md``
+(a title, a note on the set-up and the machine, one table, and an optional summary line).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
@@ -69,9 +73,44 @@ def child_peak(script: str, args: list[str], runs: int = 3) -> float:
 
 
 def machine() -> dict:
-    """Where and with what a benchmark ran."""
+    """Where and with what a benchmark ran (and the load average, when other work may share the cores)."""
     return {
         "torch": torch.__version__, "python": platform.python_version(), "machine": platform.machine(),
         "processor": platform.processor() or "unknown", "cpus": os.cpu_count(), "threads": torch.get_num_threads(),
-        "date": time.strftime("%Y-%m-%d"),
+        "date": time.strftime("%Y-%m-%d"), "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }
+
+
+def machine_note(meta: Mapping[str, Any]) -> str:
+    """One sentence on the software and machine in ``meta`` (from :func:`machine`)."""
+    where = f"{meta['cpus']} CPUs" + (f" ({meta['machine']})" if meta.get("machine") else "")
+    return (f"torch {meta['torch']}, Python {meta['python']}, {where}, {meta['threads']} thread(s), "
+            f"{meta['date']}.")
+
+
+def write_record(out: str | Path, record: Mapping[str, Any], *, title: str, note: str,
+                 columns: Sequence[tuple[str, str]], rows: Sequence[Mapping[str, Any]], summary: str = "") -> str:
+    """Write ``OUT.json`` (``record``) and ``OUT.md``; return the Markdown.
+
+    Args:
+        out: the path without suffix, e.g. ``results/benchmarks/attention``.
+        record: everything measured, as JSON-able data (usually ``{"meta": ..., "rows": ...}``).
+        title: the Markdown heading.
+        note: the set-up, in a sentence or two (the machine sentence is appended).
+        columns: ``(header, format)`` per column; ``format`` is a ``str.format`` template over a row's keys,
+            e.g. ``("time (ms)", "{ms:.1f}")``.
+        rows: the table's rows.
+        summary: a closing line (a ratio, a conclusion), or nothing.
+    """
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
+    meta = record.get("meta", {})
+    lines = [f"# {title}", "", note + (" " + machine_note(meta) if {"torch", "cpus"} <= set(meta) else ""), "",
+             "| " + " | ".join(h for h, _ in columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(fmt.format(**row) for _, fmt in columns) + " |" for row in rows]
+    if summary:
+        lines += ["", summary]
+    text = "\n".join(lines) + "\n"
+    out.with_suffix(".md").write_text(text)
+    return text

@@ -11,11 +11,9 @@ told to return large buffers to the OS at once; the median of three subprocesses
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
 import torch
-from _measure import child_peak, machine, median_time, print_step_peak
+from _measure import child_peak, machine, median_time, print_step_peak, write_record
 
 from attnconv import MultiHeadSelfAttention
 
@@ -65,25 +63,14 @@ def main() -> None:
         "benchmark": "MultiHeadSelfAttention vs nn.MultiheadAttention, forward + backward",
         "batch": BATCH, "heads": HEADS, "repeats": args.repeats, "statistic": "median", **machine(),
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
-    lines = [
-        f"# {meta['benchmark']}",
-        "",
-        f"batch {BATCH}, {HEADS} heads, float32, median of {args.repeats} runs; torch {meta['torch']}, "
-        f"Python {meta['python']}, {meta['cpus']} CPUs ({meta['machine']}), {meta['threads']} threads, {meta['date']}.",
-        "",
-        "| N | C | torch (ms) | attnconv (ms) | time ratio | torch peak (MiB) | attnconv peak (MiB) | memory ratio |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    lines += [
-        f"| {r['N']} | {r['C']} | {r['torch_ms']:.2f} | {r['attnconv_ms']:.2f} | {r['time_ratio']:.2f} | "
-        f"{r['torch_peak_mib']:.1f} | {r['attnconv_peak_mib']:.1f} | {r['memory_ratio']:.2f} |"
-        for r in rows
-    ]
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print(f"max time ratio {max(r['time_ratio'] for r in rows):.2f}; wrote {out}.json and {out}.md")
+    write_record(args.out, {"meta": meta, "rows": rows}, title=meta["benchmark"],
+                 note=f"batch {BATCH}, {HEADS} heads, float32, median of {args.repeats} runs;",
+                 columns=[("N", "{N}"), ("C", "{C}"), ("torch (ms)", "{torch_ms:.2f}"),
+                          ("attnconv (ms)", "{attnconv_ms:.2f}"), ("time ratio", "{time_ratio:.2f}"),
+                          ("torch peak (MiB)", "{torch_peak_mib:.1f}"),
+                          ("attnconv peak (MiB)", "{attnconv_peak_mib:.1f}"), ("memory ratio", "{memory_ratio:.2f}")],
+                 rows=rows)
+    print(f"max time ratio {max(r['time_ratio'] for r in rows):.2f}; wrote {args.out}.json and {args.out}.md")
 
 
 if __name__ == "__main__":

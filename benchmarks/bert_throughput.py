@@ -12,14 +12,13 @@ in machine load spreads over all of them. The goal of the issue is a ratio ≤ 1
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import torch
+from _measure import machine, write_record
 
 from attnconv.models.bert import BERT_SIZES, VARIANTS, BertForMaskedLM
 from attnconv.train.provenance import provenance
@@ -68,17 +67,15 @@ def main() -> None:
     if "absolute" in rows:
         for r in rows.values():
             r["time_vs_absolute"] = r["median_step_s"] / rows["absolute"]["median_step_s"]
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    record = {"rows": rows, "provenance": provenance(torch.device("cpu"), 1, "random token ids", "none", vars(args),
-                                                      {"load_average_at_end": os.getloadavg()})}
-    out.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
-    lines = ["| variant | params | step (s) | tokens/s | time vs absolute |", "|---|---|---|---|---|"]
-    for v, r in rows.items():
-        lines.append(f"| {v} | {r['params']:,} | {r['median_step_s']:.3f} | {r['tokens_per_s']:.0f} | "
-                     f"{r.get('time_vs_absolute', float('nan')):.2f}x |")
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    record = {"meta": {"benchmark": "BERT variants: one pretraining step (forward, backward, AdamW)", **machine()},
+              "rows": rows, "provenance": provenance(torch.device("cpu"), 1, "random token ids", "none", vars(args),
+                                                     {"load_average_at_end": os.getloadavg()})}
+    print(write_record(args.out, record, title=record["meta"]["benchmark"],
+                       note=f"BERT size {args.size}, batch {args.batch} x {args.length} tokens, median of "
+                            f"{args.repeats} interleaved steps after 2 warm-up steps.",
+                       columns=[("variant", "{variant}"), ("params", "{params:,}"), ("step (s)", "{median_step_s:.3f}"),
+                                ("tokens/s", "{tokens_per_s:.0f}"), ("time vs absolute", "{time_vs_absolute:.2f}x")],
+                       rows=[{"variant": v, "time_vs_absolute": float("nan"), **r} for v, r in rows.items()]))
 
 
 if __name__ == "__main__":

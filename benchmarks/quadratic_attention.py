@@ -29,10 +29,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import torch
-from _measure import child_peak, machine, median_time, peak_since, reset_peak
+from _measure import child_peak, machine, median_time, peak_since, reset_peak, write_record
 from torch import nn
 
 from attnconv import MultiHeadSelfAttention
@@ -152,27 +151,18 @@ def main() -> None:
     meta = {"benchmark": "quadratic attention layer, forward + backward", "batch": BATCH, "grid": [SIDE, SIDE],
             "hidden": HIDDEN, "heads": HEADS, "head_dim": HIDDEN, "repeats": args.repeats, "statistic": "median",
             "flush_denormal": args.flush_denormal, **machine()}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows, "ratios": ratios}, indent=2) + "\n")
-    lines = [
-        f"# {meta['benchmark']}",
-        "",
-        f"batch {BATCH}, {SIDE}x{SIDE} tokens, hidden {HIDDEN}, {HEADS} heads of dimension {HIDDEN} (shared values), "
-        f"float32, median of {args.repeats} runs; torch {meta['torch']}, Python {meta['python']}, "
-        f"{meta['cpus']} CPUs ({meta['machine']}), {meta['threads']} threads, {meta['date']}. Subnormal floats "
-        + ("flushed to zero in every implementation (--flush-denormal)." if args.flush_denormal else
-           "left as they are: only attnconv's flushed softmax avoids them."),
-        "",
-        "| implementation | time (ms) | peak memory (MiB) | max abs diff vs attnconv |",
-        "|---|---|---|---|",
-        *(f"| {k} | {v['ms']:.1f} | {v['peak_mib']:.1f} | {v['max_abs_diff']:.1e} |" for k, v in rows.items()),
-        "",
-        f"attnconv is {ratios['speedup_vs_naive']:.2f}x faster than naive, {ratios['speedup_vs_dense_table']:.2f}x "
-        f"faster than the dense table, and uses {ratios['memory_vs_dense_table']:.2f}x its peak memory.",
-    ]
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print(lines[-1])
+    summary = (f"attnconv is {ratios['speedup_vs_naive']:.2f}x faster than naive, "
+               f"{ratios['speedup_vs_dense_table']:.2f}x faster than the dense table, and uses "
+               f"{ratios['memory_vs_dense_table']:.2f}x its peak memory.")
+    write_record(args.out, {"meta": meta, "rows": rows, "ratios": ratios}, title=meta["benchmark"],
+                 note=f"batch {BATCH}, {SIDE}x{SIDE} tokens, hidden {HIDDEN}, {HEADS} heads of dimension {HIDDEN} "
+                      f"(shared values), float32, median of {args.repeats} runs. Subnormal floats "
+                      + ("flushed to zero in every implementation (--flush-denormal)." if args.flush_denormal else
+                         "left as they are: only attnconv's flushed softmax avoids them."),
+                 columns=[("implementation", "{name}"), ("time (ms)", "{ms:.1f}"), ("peak memory (MiB)", "{peak_mib:.1f}"),
+                          ("max abs diff vs attnconv", "{max_abs_diff:.1e}")],
+                 rows=[{"name": k, **v} for k, v in rows.items()], summary=summary)
+    print(summary)
 
 
 if __name__ == "__main__":

@@ -20,14 +20,12 @@ of the resident set's high-water mark over one forward + backward pass in a fres
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import time
-from pathlib import Path
 
 import torch
-from _measure import child_peak, machine, print_step_peak
+from _measure import child_peak, machine, print_step_peak, write_record
 
 from attnconv import CompositeAttention
 
@@ -129,30 +127,17 @@ def main() -> None:
         "batch": BATCH, "embed_dim": EMBED, "heads": HEADS, "max_distance": MAX_DISTANCE,
         "repeats": args.repeats, "statistic": "median", **machine(),
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
-    lines = [
-        f"# {meta['benchmark']}",
-        "",
-        f"Baseline: {meta['baseline']}. Batch {BATCH}, C = {EMBED}, {HEADS} heads, k = {MAX_DISTANCE}, float32, "
-        f"median of {args.repeats} interleaved runs; torch {meta['torch']}, Python {meta['python']}, "
-        f"{meta['cpus']} CPUs ({meta['machine']}), {meta['threads']} thread(s), {meta['date']}. Outputs and input "
-        "gradients agree to the max |difference| shown (float64). Ratios are attnconv / naive: lower is better.",
-        "",
-        "| N | naive (ms) | attnconv (ms) | time ratio | naive peak (MiB) | attnconv peak (MiB) | memory ratio "
-        "| max abs difference |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    lines += [
-        f"| {r['N']} | {r['naive_ms']:.1f} | {r['attnconv_ms']:.1f} | {r['time_ratio']:.2f} | "
-        f"{r['naive_peak_mib']:.1f} | {r['attnconv_peak_mib']:.1f} | {r['memory_ratio']:.2f} | "
-        f"{r['max_abs_difference']:.1e} |"
-        for r in rows
-    ]
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    write_record(args.out, {"meta": meta, "rows": rows}, title=meta["benchmark"],
+                 note=f"Baseline: {meta['baseline']}. Batch {BATCH}, C = {EMBED}, {HEADS} heads, k = {MAX_DISTANCE}, "
+                      f"float32, median of {args.repeats} interleaved runs. Outputs and input gradients agree to the "
+                      "max |difference| shown (float64). Ratios are attnconv / naive: lower is better.",
+                 columns=[("N", "{N}"), ("naive (ms)", "{naive_ms:.1f}"), ("attnconv (ms)", "{attnconv_ms:.1f}"),
+                          ("time ratio", "{time_ratio:.2f}"), ("naive peak (MiB)", "{naive_peak_mib:.1f}"),
+                          ("attnconv peak (MiB)", "{attnconv_peak_mib:.1f}"), ("memory ratio", "{memory_ratio:.2f}"),
+                          ("max abs difference", "{max_abs_difference:.1e}")],
+                 rows=rows)
     print(f"max time ratio {max(r['time_ratio'] for r in rows):.2f}, max memory ratio "
-          f"{max(r['memory_ratio'] for r in rows):.2f}; wrote {out}.json and {out}.md")
+          f"{max(r['memory_ratio'] for r in rows):.2f}; wrote {args.out}.json and {args.out}.md")
 
 
 if __name__ == "__main__":

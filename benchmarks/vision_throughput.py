@@ -18,14 +18,12 @@ torch.set_flush_denormal(True)  # before the thread pool starts, so every thread
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
-import platform  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import torch.nn.functional as F  # noqa: E402
+from _measure import machine, write_record  # noqa: E402
 
 from attnconv.data import CropFlip, normalize  # noqa: E402
 from attnconv.models import MODEL_NAMES, build_model, count_parameters  # noqa: E402
@@ -100,25 +98,19 @@ def main() -> None:
                       f"train {row['train_images_per_s']:8.0f} img/s  eval {row['eval_images_per_s']:8.0f} img/s",
                       flush=True)
     meta = {"benchmark": "CIFAR-10 models: training and evaluation throughput", "repeats": args.repeats,
-            "statistic": "median", "torch": torch.__version__, "python": platform.python_version(),
-            "cpus": os.cpu_count(), "threads": torch.get_num_threads(), "date": time.strftime("%Y-%m-%d"),
-            "load_average_start": load_start, "load_average_end": os.getloadavg()}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
-    lines = [f"# {meta['benchmark']}", "",
-             f"float32 on the CPU (bf16 autocast on a GPU), median of {args.repeats} steps after 2 warm-up steps; "
-             f"torch {meta['torch']}, Python {meta['python']}, {meta['cpus']} CPUs, {meta['threads']} threads, "
-             f"{meta['date']}. Load average (1, 5, 15 min) {load_start[0]:.1f} / {load_start[1]:.1f} / "
-             f"{load_start[2]:.1f} at the start and {meta['load_average_end'][0]:.1f} / "
-             f"{meta['load_average_end'][1]:.1f} / {meta['load_average_end'][2]:.1f} at the end: other work shared "
-             f"the cores.", "",
-             "| device | config | model | params | train batch | train images/s | eval batch | eval images/s |",
-             "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['device']} | {r['config']} | {r['model']} | {r['params'] / 1e6:.2f}M | {r['train_batch']} | "
-              f"{r['train_images_per_s']:.0f} | {r['eval_batch']} | {r['eval_images_per_s']:.0f} |" for r in rows]
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {out}.json and {out}.md")
+            "statistic": "median", **machine(), "load_average_start": load_start}
+    end = meta["load_average"]
+    write_record(args.out, {"meta": meta, "rows": rows}, title=meta["benchmark"],
+                 note=f"float32 on the CPU (bf16 autocast on a GPU), median of {args.repeats} steps after 2 warm-up "
+                      f"steps. Load average (1, 5, 15 min) {load_start[0]:.1f} / {load_start[1]:.1f} / "
+                      f"{load_start[2]:.1f} at the start and {end[0]:.1f} / {end[1]:.1f} / {end[2]:.1f} at the end: "
+                      "other work shared the cores.",
+                 columns=[("device", "{device}"), ("config", "{config}"), ("model", "{model}"),
+                          ("params (M)", "{params_m:.2f}"), ("train batch", "{train_batch}"),
+                          ("train images/s", "{train_images_per_s:.0f}"), ("eval batch", "{eval_batch}"),
+                          ("eval images/s", "{eval_images_per_s:.0f}")],
+                 rows=[{**r, "params_m": r["params"] / 1e6} for r in rows])
+    print(f"wrote {args.out}.json and {args.out}.md")
 
 
 if __name__ == "__main__":
