@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sympy as sp
+import torch
 
 from ..bounds import off_target_mass_bound
 from ..proofs import image as proofs
@@ -52,20 +53,38 @@ def even_kernel(even_attention, even, x) -> CheckResult:
     return CheckResult(True, "the 2x2 convolution is four heads, one per tap")
 
 
-@register("ex-04-head-dim", CH04, "code", 10, ("too_small",))
-def head_dim_too_small(too_small) -> CheckResult:
-    if too_small is not True:
-        return CheckResult(False, f"expected True once you have shown the conversion fails, received {too_small!r}")
-    return CheckResult(True, "heads smaller than a tap's rank cannot express it")
+@register("ex-04-head-dim", CH04, "code", 10, ("too_small", "error", "cnn"))
+def head_dim_too_small(too_small, error, cnn) -> CheckResult:
+    taps = cnn.conv1.weight.detach().flatten(2).permute(2, 1, 0)  # (K², D_in, D_out): one matrix per tap
+    rank = int(torch.linalg.matrix_rank(taps.double()).max())
+    if not isinstance(error, ValueError):
+        return CheckResult(False, f"expected the ValueError that conv_to_mhsa raises with head_dim=11, received {error!r}")
+    if f"rank {rank} > head_dim=11" not in str(error):
+        return CheckResult(False, f"the first layer's largest tap rank is {rank}; the error you caught says {error}")
+    if too_small is not (rank > 11):
+        return CheckResult(False, f"too_small should say whether rank {rank} exceeds 11; received {too_small!r}")
+    return CheckResult(True, f"a tap of rank {rank} cannot fit in 11-dimensional heads")
 
 
-@register("ex-04-finite-alpha-net", CH04, "code", 15, ("changed",))
-def finite_alpha_network(changed) -> CheckResult:
-    if not isinstance(changed, int) or not 0 <= changed <= 2000:
-        return CheckResult(False, f"expected a count of changed predictions between 0 and 2000, received {changed!r}")
-    if changed >= 20:
-        return CheckResult(False, f"received {changed} changed predictions: more than 1% suggests α was not applied")
-    return CheckResult(True, f"{changed} of 2000 predictions change at α = 8")
+@register("ex-04-finite-alpha-net", CH04, "code", 15, ("changed", "soft_logits", "cnn", "cnn_logits", "test_x",
+                                                     "some"))
+def finite_alpha_network(changed, soft_logits, cnn, cnn_logits, test_x, some) -> CheckResult:
+    from ..construct import convert_convolutions
+    from ..smallcnn import predict_logits
+
+    if not isinstance(changed, int) or not 0 <= changed <= len(some):
+        return CheckResult(False, f"expected a count of changed predictions between 0 and {len(some)}, "
+                                  f"received {changed!r}")
+    reference = predict_logits(convert_convolutions(cnn, alpha=8.0), test_x[some[:32]])
+    if soft_logits.shape != (len(some), reference.shape[1]) or \
+            not torch.allclose(soft_logits[:32], reference, rtol=0, atol=1e-4):
+        return CheckResult(False, "soft_logits are not the α = 8 network's logits on test_x[some]")
+    if not (soft_logits - cnn_logits[some]).abs().max() > 1e-6:
+        return CheckResult(False, "soft_logits equal the hard network's logits: α = 8 was not applied")
+    count = int((soft_logits.argmax(1) != cnn_logits[some].argmax(1)).sum())
+    if changed != count:
+        return CheckResult(False, f"your logits change {count} predictions, but changed = {changed}")
+    return CheckResult(True, f"{changed} of {len(some)} predictions change at α = 8")
 
 
 register("ex-04-learned-is-richer", CH04, "conceptual", 15)(None)

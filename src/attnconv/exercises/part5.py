@@ -24,9 +24,20 @@ def peak_offsets(peak, weight, kernels) -> CheckResult:
     return CheckResult(True, "peaks found for every layer and head")
 
 
-@register("ex-07-padding", CH07, "code", 10, ("gap",))
-def padding_gap(gap) -> CheckResult:
+@register("ex-07-padding", CH07, "code", 10, ("gap", "tiny", "ids", "pad"))
+def padding_gap(gap, tiny, ids, pad) -> CheckResult:
+    import torch
+
     gap = float(gap)
+    if not bool(pad.any()) or bool(pad.all(dim=1).any()):
+        return CheckResult(False, "pad must mark some padded positions, and every sentence needs a real token")
+    with torch.no_grad():
+        batched = tiny(ids, padding_mask=pad)
+        alone = [tiny(row[~mask][None])[0] for row, mask in zip(ids, pad)]
+    recomputed = max(float((out[~mask] - single).abs().max()) for out, mask, single in zip(batched, pad, alone))
+    if abs(gap - recomputed) > max(1e-12, 0.5 * recomputed):  # a typed-in 0 fails when rounding is visible
+        return CheckResult(False, f"received gap = {gap:.2e}, but the model's padded and unpadded logits differ by "
+                                  f"{recomputed:.2e}")
     if not gap < 1e-4:
         return CheckResult(False, f"received a largest difference of {gap:.2e}; padded and unpadded outputs should "
                                   "agree to rounding on the real tokens")
