@@ -133,6 +133,9 @@ def prepare_student_book(root: Path, student: Path, out: Path) -> Path:
         shutil.rmtree(out)
     (out / "notebooks").mkdir(parents=True)
     shutil.copytree(root / "book", out / "book", ignore=shutil.ignore_patterns("*.tmp"))
+    # The chapters show library code with literalinclude (../src/attnconv/...): the copy needs the sources.
+    shutil.copytree(root / "src" / "attnconv", out / "src" / "attnconv",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     shutil.copy(root / "_toc.yml", out / "_toc.yml")
     for notebook in sorted(student.glob("*.ipynb")):
         shutil.copy(notebook, out / "notebooks" / notebook.name)
