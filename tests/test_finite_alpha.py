@@ -49,6 +49,7 @@ def test_bound_is_nearly_attained(alpha):
     with torch.no_grad():
         measured = float((conv_to_mhsa(conv, alpha=alpha)(x) - conv(x)).abs()[0, 0, 30])
     bound = float(conv_error_bound(conv, x, alpha)[0])
-    assert measured <= bound * (1 + 1e-8)  # the layer's softmax agrees with the exact one to ~1e-9 relative
+    # conv_to_mhsa rounds log α to float32 before casting, so the layer's α is 0.5 - 1e-9: allow that much
+    assert measured <= bound * (1 + 1e-8)
     assert measured / bound >= 0.9, (measured, bound)  # a bound half as large would be broken
     assert bound == pytest.approx(2 * off_target_mass_bound(alpha, dims=1), rel=1e-6)

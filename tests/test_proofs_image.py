@@ -40,7 +40,7 @@ def test_lemma1_rejects_a_non_shift():
     # Attention 3·S^T + 1 is not a shift: the per-head step must fail, whatever the block identity says.
     wrong = proofs.lemma1_block_identity(attention=lambda q, k, c: 3 * sp.KroneckerDelta(q, k + c) + 1)
     assert not wrong.verified
-    assert [step.verified for step in wrong.steps] == [False, True, True]
+    assert [step.verified for step in wrong.steps] == [False, True, True, True]
     flipped = proofs.lemma1_block_identity(attention=lambda q, k, c: sp.KroneckerDelta(k, q - c))
     assert not flipped.verified
 

@@ -1,7 +1,7 @@
 """The claims ledger: every claim of Parts I-III with its three checks.
 
 Each :class:`Claim` names the statement, the chapter's ``prf:`` label, the SymPy proof (a callable returning a
-:class:`~attnconv.proofs.ProofResult`), a false variant of it that the proof must reject, the chapter cell that
+:class:`~attnconv.proofs.result.ProofResult`), a false variant of it that the proof must reject, the chapter cell that
 checks it numerically, and the pytest node ids that test it. The book page *Claims ledger* runs every proof while
 the book builds and fails the build when a claim lacks a check or a proof does not verify.
 """
@@ -36,7 +36,7 @@ class Claim:
         label: short identifier, e.g. ``"lemma-1"``.
         statement: the claim in words.
         prf_label: the chapter's ``prf:`` label, e.g. ``"lem-heads-shifts"``.
-        proof: returns the SymPy :class:`ProofResult` of the claim.
+        proof: returns the SymPy :class:`~attnconv.proofs.result.ProofResult` of the claim.
         wrong: returns the proof of a false variant; it must not verify.
         numerical: where the chapter checks the claim numerically (``path#prf-label``).
         tests: pytest node ids (``tests/file.py::test_name``) that test the claim.

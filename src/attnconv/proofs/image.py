@@ -3,7 +3,7 @@
 Every proof here is symbolic in the sizes its statement quantifies over: grid sizes, kernel size, number of heads,
 channel counts, dilation, stride and α are symbols, and sums over them are SymPy ``Sum`` objects. Attention
 matrices are never written down as shift matrices: they are the α → ∞ limits of the quadratic encoding's softmax
-(:func:`~attnconv.proofs._symbolic.hard_limits`), so a wrong encoding makes the conclusion fail. Each function has
+(``attnconv.proofs._symbolic.hard_limits``), so a wrong encoding makes the conclusion fail. Each function has
 an argument that makes its claim false (a sign, a centre, a block order), and the tests check that this false
 version is reported as not verified.
 
@@ -86,7 +86,7 @@ def hard_attention_limit(sign: int = -1, integer_centers: bool = True) -> ProofR
     The encoding's logits are -α(‖δ - Δ‖² - ‖Δ‖²) (Lemma 2); by shift invariance the softmax is that of -α u_δ with
     u_δ = ‖δ - Δ‖². On an integer grid with an integer centre Δ, u is an integer, zero only at δ = Δ: one nearest key
     and a gap g ≥ 1 to every other. For any number M of keys and any gap g > 0 the squeeze bounds of
-    :func:`~attnconv.proofs._symbolic.hard_limits` give weight → 1 on δ = Δ and → 0 elsewhere.
+    ``hard_limits`` give weight → 1 on δ = Δ and → 0 elsewhere.
 
     False variants: ``sign=+1`` (logits +α‖δ-Δ‖²) and ``integer_centers=False`` (a centre with a half-integer
     coordinate has two nearest keys and the limit splits the weight).
@@ -128,6 +128,9 @@ def lemma1_block_identity(attention: Callable[[sp.Expr, sp.Expr, sp.Expr], sp.Ex
     y = [sp.MatrixSymbol(f"Y_{h}", n, d_h) for h in (1, 2)]
     w_out = [sp.MatrixSymbol(f"W_out^({h})", d_h, d_out) for h in (1, 2)]
     order = w_out[::-1] if swap_blocks else w_out
+    single = verify_equal("base case N_h = 1", "[Y_1][W_1] = Y_1 W_1",
+                          sp.block_collapse(sp.BlockMatrix([[y[0]]]) * sp.BlockMatrix([[w_out[0]]])),
+                          y[0] * w_out[0], simplify=_matrix_zero, scope="general", variables=("N", "D_h", "D_out"))
     base = verify_equal("base case N_h = 2", "[Y_1 Y_2][W_1; W_2] = Y_1 W_1 + Y_2 W_2",
                         sp.block_collapse(sp.BlockMatrix([y]) * sp.BlockMatrix([[order[0]], [order[1]]])),
                         y[0] * w_out[0] + y[1] * w_out[1], simplify=_matrix_zero, scope="general",
@@ -143,7 +146,7 @@ def lemma1_block_identity(attention: Callable[[sp.Expr, sp.Expr, sp.Expr], sp.Ex
     return combine(
         "Lemma 1 (heads concatenated = sum of shifted products)",
         "concat_h[A^(h) X W_val^(h)] W_out = Σ_h shift_Δh(X) W_val^(h) W_out^(h) for every N_h, N, D_in, D_h, D_out",
-        [head, base, step], scope="induction", variables=("N_h", "N", "D_in", "D_h", "D_out"),
+        [head, single, base, step], scope="induction", variables=("N_h", "N", "D_in", "D_h", "D_out"),
     )
 
 

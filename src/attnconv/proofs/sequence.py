@@ -288,7 +288,7 @@ def bucketed_kernel_is_piecewise_constant(num_buckets: int = 8, max_distance: in
     - is free near the query: the offsets with abs(δ) < num_buckets / 4 each have their own bucket, so β_δ ≠ β_δ'
       for distinct such offsets (the residual counts offsets that share a bucket).
 
-    ``bucket(offsets, num_buckets, max_distance)`` defaults to :func:`relative_position_bucket`; any other labelling
+    ``bucket(offsets, num_buckets, max_distance)`` defaults to ``relative_position_bucket``; any other labelling
     (random labels, no clipping) fails. One instance of num_buckets and k.
     """
     k = max_distance
@@ -308,3 +308,28 @@ def bucketed_kernel_is_piecewise_constant(num_buckets: int = 8, max_distance: in
         residual, sp.zeros(len(tails) + 1, 1), simplify=sp.simplify,
         scope="instance", instance=f"num_buckets={num_buckets}, max_distance={k}",
     )
+
+
+def causal_bias_is_causal_lightconv(mask_future: bool = True) -> ProofResult:
+    """Proposition (chapter 05): attention with logits b_{j-i} on the past keys i - (K-1) ≤ j ≤ i and -inf on the
+    future (no content term) is, at every query i ≥ K - 1, the causal lightweight convolution
+    Σ_{δ=-(K-1)}^{0} β_δ x_{i+δ} with β = softmax(b) over its K taps. Symbolic in K, i and the bias b.
+
+    ``mask_future=False`` leaves the K - 1 future keys open (false: the head then reads ahead).
+    """
+    _, _, _, _, i, j, delta, e, _, _ = _symbols()
+    taps = sp.Symbol("K", integer=True, positive=True)
+    b, x = sp.IndexedBase("b", real=True), sp.IndexedBase("x", real=True)
+    last = i if mask_future else i + taps - 1
+    attention = _attention_row(lambda key: b[key - i], x, j, i - (taps - 1), last)
+    beta = sp.exp(b[delta]) / sp.Sum(sp.exp(b[e]), (e, 1 - taps, 0))
+    conv = sp.Sum(beta * x[i + delta], (delta, 1 - taps, 0))
+    return verify_equal(
+        "causal bias = causal lightweight conv",
+        "softmax_j(b_(j-i)) over i-(K-1) ≤ j ≤ i applied to x = Σ_{δ=-(K-1)}^0 β_δ x_(i+δ), β = softmax(b), i ≥ K-1",
+        reindex(attention, j, i, delta), conv, simplify=sum_simplify,
+        scope="general", variables=("K", "i", "b"),
+    )
+
+
+__all__ += ["causal_bias_is_causal_lightconv"]
