@@ -141,6 +141,59 @@ _MOVE_JS = """el => {
 _VALUES_JS = "root => Array.from(root.querySelectorAll('.av-control')).map(e => e.value)"
 
 
+def viewer_problems(page) -> list[str]:
+    """Move every control of every viewer on an open page; name each viewer that drew nothing, each control that
+    left its viewer's image unchanged, and each map whose click did not move the query pixel."""
+    problems = []
+    for n, viewer in enumerate(page.query_selector_all(".attnconv-viewer")):
+        viewer.scroll_into_view_if_needed()
+        controls = viewer.query_selector_all(".av-control")
+        before = viewer.evaluate(_SIGNATURE_JS)
+        if not controls or "base64," not in before:
+            problems.append(f"viewer {n} has no control or drew nothing")
+            continue
+        for control in controls:
+            control.evaluate(_MOVE_JS)
+            after = viewer.evaluate(_SIGNATURE_JS)
+            if after == before:
+                problems.append(f"viewer {n}: moving {control.get_attribute('aria-label')!r} left the image unchanged")
+            before = after
+        canvas = viewer.query_selector("canvas.av-map")
+        if canvas is not None and viewer.query_selector("[aria-label='query row']"):
+            values = viewer.evaluate(_VALUES_JS)
+            canvas.click(position={"x": 2, "y": 2})  # the top-left pixel
+            if viewer.evaluate(_VALUES_JS) == values:
+                problems.append(f"viewer {n}: a click on a map did not move the query pixel")
+    return problems
+
+
+def test_viewer_check_catches_dead_viewers(browser, tmp_path):
+    """A viewer whose frames are all alike, and one whose script never ran, both fail the check; a live one passes."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from attnconv.viewer import FrameViewer, HeatmapViewer
+
+    def draw(a):
+        fig, ax = plt.subplots(figsize=(1, 1))
+        ax.set_title(str(a))
+        return fig
+
+    live = FrameViewer(draw, {"a": [1, 2]}, dpi=20)._repr_html_()
+    maps = np.random.default_rng(0).random((3, 3, 1, 3, 3))
+    explorer = HeatmapViewer(maps, {"query row": [0, 1, 2], "query col": [0, 1, 2]}, ["h"],
+                             mark=("query row", "query col"))._repr_html_()
+    dead = FrameViewer(lambda a: draw(0), {"a": [1, 2]}, dpi=20)._repr_html_()
+    scriptless = re.sub(r"<script>.*?</script>", "", FrameViewer(draw, {"a": [1, 2]}, dpi=20)._repr_html_(), flags=re.S)
+    context = browser.new_context()
+    page = context.new_page()
+    for html, expect in ((live, 0), (explorer, 0), (dead, 1), (scriptless, 1)):
+        (tmp_path / "v.html").write_text(f"<html><body>{html}</body></html>", encoding="utf-8")
+        page.goto((tmp_path / "v.html").as_uri())
+        assert len(viewer_problems(page)) == expect, viewer_problems(page)
+    context.close()
+
+
 @pytest.mark.book
 @pytest.mark.parametrize("page_path", CHAPTERS)
 def test_every_viewer_responds_to_its_controls(browser, site, page_path):
@@ -151,27 +204,13 @@ def test_every_viewer_responds_to_its_controls(browser, site, page_path):
     page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(site) or
                r.request.url.startswith("data:") else r.abort())
     page.goto(f"{site}/{page_path}", wait_until="load")
+    errors.clear()  # the theme's own load-time errors are the chrome check's business; from here on, only ours
     viewers = page.query_selector_all(".attnconv-viewer")
     if page_path.split("/")[-1].startswith(VIEWER_CHAPTERS):
         assert viewers, f"{page_path}: no kernel-free viewer on the page"
-    for n, viewer in enumerate(viewers):
-        viewer.scroll_into_view_if_needed()
-        controls = viewer.query_selector_all(".av-control")
-        assert controls, f"{page_path}: viewer {n} has no control"
-        before = viewer.evaluate(_SIGNATURE_JS)
-        assert before and "base64," in before, f"{page_path}: viewer {n} drew nothing"
-        for control in controls:
-            label = control.get_attribute("aria-label")
-            control.evaluate(_MOVE_JS)
-            after = viewer.evaluate(_SIGNATURE_JS)
-            assert after != before, f"{page_path}: viewer {n}: moving {label!r} left the image unchanged"
-            before = after
-        canvas = viewer.query_selector("canvas.av-map")
-        if canvas is not None and viewer.query_selector("[aria-label='query row']"):
-            values = viewer.evaluate(_VALUES_JS)
-            canvas.click(position={"x": 2, "y": 2})  # the top-left pixel
-            assert viewer.evaluate(_VALUES_JS) != values, f"{page_path}: viewer {n}: a click did not move the query"
+    problems = viewer_problems(page)
+    assert not problems, f"{page_path}: {problems}"
     leftover = page.query_selector_all(".widget-slider, .jupyter-widgets")
     assert not leftover, f"{page_path}: {len(leftover)} ipywidgets remain, which do nothing without a kernel"
-    assert not errors, f"{page_path}: script errors: {errors}"
+    assert not errors, f"{page_path}: script errors while the controls moved: {errors}"
     context.close()
