@@ -242,3 +242,11 @@ def test_bert_variants_build_chang_et_al_layers():
     branch = composite_layers(BertForMaskedLM(BertConfig(variant="convolution", **base)))[0]
     assert branch.value_conv is not None and branch.positional is None and branch.content
     assert VARIANTS["convolution"].value_conv and not VARIANTS["convolution"].is_plain
+
+
+def test_sympy_proof_of_the_causal_proposition():
+    from attnconv.proofs import sequence as proofs
+
+    proof = proofs.causal_bias_is_causal_lightconv()
+    assert proof.verified and proof.scope == "general"
+    assert not proofs.causal_bias_is_causal_lightconv(mask_future=False).verified  # the future left open
