@@ -1,22 +1,41 @@
 """attnconv: self-attention and convolution as one family of operations.
 
-The library behind the executable book. Modules:
+The library behind the executable book (Cordonnier, Loukas & Jaggi, ICLR 2020; Chang, Xu, Xu & Tu, ACL 2021).
+Its modules, from the operations up:
 
-- :mod:`attnconv.conv`: convolution as a sum of shifted linear maps.
-- :mod:`attnconv.attention`: multi-head self-attention with a relative-position term.
-- :mod:`attnconv.positional`: the relative positional encodings that plug into it.
-- :mod:`attnconv.lightconv`: lightweight, dynamic and depthwise-separable 1-D convolutions.
-- :mod:`attnconv.composite`: composite attention, content plus convolution kernels (Chang et al. 2021).
-- :mod:`attnconv.construct`: Theorem 1 as a function, ``conv_to_mhsa``; sequence converters.
-- :mod:`attnconv.bounds`: the error of finite-α attention against the convolution it approximates.
-- :mod:`attnconv.analysis`: how convolutional is an attention head.
-- :mod:`attnconv.proofs`: the SymPy proofs of every claim.
-- :mod:`attnconv.tokens`: images as grids of tokens.
-- :mod:`attnconv.plotting`: the figures of the chapters.
-- :mod:`attnconv.data`: locating data sets and example images.
-- :mod:`attnconv.models`: the CIFAR-10 classifiers (attention-only network, ResNet18) and their costs.
-- :mod:`attnconv.train`: configs, the resumable (multi-process) training loop and its command line.
-- :mod:`attnconv.viz`: figures of trained attention models.
+The operations
+    - :mod:`attnconv.conv`: convolution as a sum of shifted linear maps, Σ_Δ shift(X, Δ) W_Δ + b.
+    - :mod:`attnconv.tokens`: images as grids of tokens (space-to-depth).
+    - :mod:`attnconv.attention`: multi-head self-attention with a relative-position term.
+    - :mod:`attnconv.positional`: the relative positional encodings that plug into it (quadratic, learned,
+      relative biases, the band of relative logits).
+    - :mod:`attnconv.lightconv`: lightweight, dynamic and depthwise-separable 1-D convolutions.
+    - :mod:`attnconv.composite`: composite attention, content plus convolution kernels (Chang et al. 2021).
+
+The theorems
+    - :mod:`attnconv.construct`: Theorem 1 as a function, ``conv_to_mhsa``; the sequence converters.
+    - :mod:`attnconv.bounds`: the error of finite-α attention against the convolution it approximates.
+    - :mod:`attnconv.proofs`: the SymPy proofs of every claim; ``attnconv.claims``: the ledger that ties each
+      claim to its proof, its check in a chapter and its tests.
+    - :mod:`attnconv.analysis`: the converse, how convolutional an attention head is (image shifts, the
+      kernels a trained BERT applies).
+
+The experiments
+    - :mod:`attnconv.data`: data sets (CIFAR-10, NLTK corpora, sentence tasks), tokenizers, example inputs.
+    - :mod:`attnconv.models`: the networks (attention-only image model, ResNet18, a small CNN, a small BERT).
+    - :mod:`attnconv.train`: configs, resumable training loops, the run-folder contract and the command line.
+
+The book
+    - :mod:`attnconv.figures`: every figure of the chapters, ``plot_*``.
+    - :mod:`attnconv.viewer`, :mod:`attnconv.display`: kernel-free interactive figures, and outputs (tables,
+      typeset maths) that a static page shows as meant.
+    - :mod:`attnconv.exercises`, :mod:`attnconv.course`: the exercises with their checks, the student edition
+      and the autograder.
+
+Old paths kept for one release: ``attnconv.plotting``, ``plotting_sequence``, ``viz``, ``viz_text`` (now
+:mod:`attnconv.figures` and :mod:`attnconv.analysis`), ``attnconv.smallcnn`` (:mod:`attnconv.models.smallcnn`),
+``attnconv.grade`` and ``attnconv.student`` (:mod:`attnconv.course`), ``attnconv.train.config`` and
+``attnconv.train.bert`` (the modules of :mod:`attnconv.train`).
 """
 
 from .attention import MultiHeadSelfAttention

@@ -1,7 +1,7 @@
 """Data sets used by the book: where they are found, how they are read, and small examples for the chapters.
 
 Images (Cordonnier et al. 2020): :mod:`~attnconv.data.cifar10` (CIFAR-10 and example images, read by
-:mod:`~attnconv.data.cifar10_files`, cached by :mod:`~attnconv.data.cache`) and :mod:`~attnconv.data.augment`
+``cifar10_files``, cached by :mod:`~attnconv.data.cache`) and :mod:`~attnconv.data.augment`
 (crops and flips on the device).
 
 Text (Chang et al. 2021): :mod:`~attnconv.data.corpus` (NLTK corpora for pretraining, read from the zips by

@@ -1,4 +1,4 @@
-"""Exercises of the book: the registry and the checks behind :func:`verify` and the autograder."""
+"""Exercises of the book: the registry and the checks behind :func:`~attnconv.exercises.core.verify` and the autograder."""
 
 from . import part1, part2, part3, part4, part5  # noqa: F401  (registers the checks)
 from .core import (

@@ -1,11 +1,12 @@
-"""The figures of the book. Every function is named ``plot_*``, returns a ``matplotlib.figure.Figure`` and draws
-nothing random.
+"""The figures of the book. Every static figure is a ``plot_*`` function that returns a ``matplotlib.figure.Figure``
+and draws nothing random; every interactive one is a ``*_viewer`` that needs no kernel.
 
 - :mod:`attnconv.figures.image`: convolution as shifts, attention maps over an image grid, the α sweep (ch. 01-04).
 - :mod:`attnconv.figures.sequence`: relative positions as convolution kernels over a sequence (ch. 05).
 - :mod:`attnconv.figures.vision_runs`: CIFAR-10 runs read back: curves, attention centres and maps (ch. 06).
 - :mod:`attnconv.figures.bert_runs`: BERT runs read back: learned kernels, pre-training curves (ch. 07).
-- :mod:`attnconv.figures.imitation`: the imitation experiment, when present.
+- ``attnconv.figures.imitation``: the imitation experiment and the initialisation comparison (ch. 06).
+- :mod:`attnconv.figures.interactive`: the kernel-free viewers (:mod:`attnconv.viewer`) and their frames.
 
 Figures only draw: the numbers they show come from :mod:`attnconv.analysis`, :mod:`attnconv.train.results` or
 the maths modules.
@@ -14,6 +15,8 @@ the maths modules.
 from importlib.util import find_spec as _find_spec
 
 from .bert_runs import plot_fixed_kernels, plot_pretraining_curves, plot_sentence_kernels
+from .interactive import (attention_viewer, bias_viewer, plot_theorem1_heads, quadratic_query_maps,
+                          quadratic_run_viewer, sentence_kernel_viewer, theorem1_kernel, theorem1_viewer)
 from .image import (plot_attention, plot_error_vs_alpha, plot_gaussian_head, plot_padding, plot_shifted_copies,
                     plot_weight_matrices)
 from .sequence import (plot_bias_widget_frame, plot_boundary_effect, plot_dynamic_kernels, plot_kernel_and_attention,
@@ -33,6 +36,9 @@ __all__ = [
     "plot_center_trajectories", "plot_attention_maps", "plot_head_shifts",
     # BERT runs
     "plot_fixed_kernels", "plot_sentence_kernels", "plot_pretraining_curves",
+    # kernel-free viewers
+    "attention_viewer", "bias_viewer", "plot_theorem1_heads", "quadratic_query_maps", "quadratic_run_viewer",
+    "sentence_kernel_viewer", "theorem1_kernel", "theorem1_viewer",
 ]
 
 if _find_spec(f"{__name__}.imitation") is not None:

@@ -41,7 +41,7 @@ def plot_sentence_kernels(kernels: np.ndarray, tokens: Sequence[str], offsets: S
     """The kernel each token applies in one layer and head: tokens as rows, offsets as columns.
 
     Args:
-        kernels: ``(L, N_h, N, 2k+1)`` from :func:`dynamic_kernels`.
+        kernels: ``(L, N_h, N, 2k+1)`` from :func:`~attnconv.analysis.dynamic_kernels`.
     """
     kernels = np.asarray(kernels)
     rows = kernels[layer, head]

@@ -8,10 +8,8 @@ Sequence encodings (Chang et al. 2021), each a convolution kernel on the logits:
 (optionally T5-bucketed), :class:`QueryRelativeLogits` (Shaw et al.), :class:`KeyRelativeLogits` and :class:`ALiBi`;
 the content-free ones derive from :class:`StaticRelativeLogits`.
 
-Modules: :mod:`~attnconv.positional.base` (the interface and grids), :mod:`~attnconv.positional.quadratic`,
-:mod:`~attnconv.positional.anisotropic`, :mod:`~attnconv.positional.learned` (images);
-:mod:`~attnconv.positional.band` (the ``(N, 2k+1)`` band and its spread over ``(N, N)``),
-:mod:`~attnconv.positional.sequence` (sequences).
+Modules: ``base`` (the interface and grids), ``quadratic``, ``anisotropic``, ``learned`` (images); ``band`` (the
+``(N, 2k+1)`` band and its spread over ``(N, N)``), ``sequence`` (sequences).
 """
 
 from .anisotropic import AnisotropicGaussianEncoding

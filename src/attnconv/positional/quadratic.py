@@ -100,9 +100,9 @@ class QuadraticEncoding(PositionalLogits):
                     dims: int = 2, learnable: bool = True) -> "QuadraticEncoding":
         """Heads placed on the taps of a centred kernel, one head per tap, in row-major order.
 
-        Head h starts at Δ^(h) = a_h ⊙ d - c with c = d (K - 1) // 2: the shifts :func:`conv_to_mhsa` gives a
-        convolution with "same" padding. With ``learnable=True`` this is ConViT's local initialisation, reached
-        from Theorem 1.
+        Head h starts at Δ^(h) = a_h ⊙ d - c with c = d (K - 1) // 2: the shifts
+        :func:`~attnconv.construct.image.conv_to_mhsa` gives a convolution with "same" padding. With
+        ``learnable=True`` this is ConViT's local initialisation, reached from Theorem 1.
 
         Args:
             kernel_size: K (a K x ... x K kernel in ``dims`` dimensions) or one size per dimension.

@@ -1,4 +1,14 @@
-"""Symbolic (SymPy) proofs of the book's claims. Each function returns a :class:`ProofResult`."""
+"""Symbolic (SymPy) proofs of the book's claims. Each function returns a :class:`~attnconv.proofs.result.ProofResult`.
+
+- :mod:`attnconv.proofs.image`: Cordonnier et al. 2020 (shifts, the quadratic encoding, the hard-attention limit,
+  the softmax factorisation, the finite-α bound).
+- :mod:`attnconv.proofs.sequence`: Chang et al. 2021 (relative biases and embeddings as convolution kernels,
+  boundaries, buckets).
+- :mod:`attnconv.proofs.result`: :class:`~attnconv.proofs.result.ProofResult` and
+  :func:`~attnconv.proofs.result.verify_equal`.
+
+Most proofs take an argument that builds a false variant of the claim, which the proof must reject.
+"""
 
 from . import image, sequence
 from .result import ProofResult, verify_equal

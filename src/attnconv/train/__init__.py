@@ -2,12 +2,14 @@
 
 - :mod:`attnconv.train.runs`: the run folder (file names, checkpoint, start and resume checks), random streams,
   configs to and from plain data, ``key=value`` overrides, the stop on a non-finite loss.
-- :mod:`attnconv.train.vision_config`, :mod:`attnconv.train.vision`: :class:`TrainConfig` and its named configs
-  (``smoke``, ``cpu-quick``, ``cpu-long``, ``gpu-10min``, ``paper``); :func:`train_vision`, the CIFAR-10 loop
+- :mod:`attnconv.train.vision_config`, :mod:`attnconv.train.vision`:
+  :class:`~attnconv.train.vision_config.TrainConfig` and its named configs (``smoke``, ``cpu-quick``, ``cpu-long``,
+  ``gpu-10min``, ``paper``); :func:`~attnconv.train.vision.train_vision`, the CIFAR-10 loop
   (one process or several under ``torchrun``).
 - :mod:`attnconv.train.bert_config`, :mod:`attnconv.train.bert_pretrain`, :mod:`attnconv.train.bert_finetune`:
-  :class:`PretrainConfig`, :class:`FinetuneConfig`; :func:`pretrain_bert` (masked-LM) and :func:`finetune_bert`
-  (sentence classification over several seeds).
+  :class:`~attnconv.train.bert_config.PretrainConfig`, :class:`~attnconv.train.bert_config.FinetuneConfig`;
+  :func:`~attnconv.train.bert_pretrain.pretrain_bert` (masked-LM) and
+  :func:`~attnconv.train.bert_finetune.finetune_bert` (sentence classification over several seeds).
 - :mod:`attnconv.train.results`: every kind of run folder read back, and tables of them.
 - :mod:`attnconv.train.cli`: ``python -m attnconv.train {vision,bert-pretrain,bert-finetune} ...``.
 - Helpers: :mod:`~attnconv.train.checkpoint` (atomic writes), :mod:`~attnconv.train.distributed` (torchrun),

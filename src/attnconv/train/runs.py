@@ -27,7 +27,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable, Mapping, TypeVar
+from typing import Any, Iterable, Mapping
 
 from .checkpoint import atomic_write_text
 
@@ -47,10 +47,8 @@ HEADS_FILE = "heads.json"
 TOKENIZER_FILE = "tokenizer.json"
 KERNELS_FILE = "kernels.json"
 
-#: Config fields that may differ when a run is resumed: they change how it is watched, not what it computes.
+# Config fields that may differ when a run is resumed: they change how it is watched, not what it computes.
 RUN_CONTROL_FIELDS = ("progress", "time_limit")
-
-C = TypeVar("C")
 
 
 def start_run(out: Path, resume: bool) -> Path:
@@ -74,7 +72,7 @@ def _plain(value: Any) -> Any:
 
 
 def check_resumable(saved: Mapping[str, Any], now: Mapping[str, Any]) -> None:
-    """A run may only be resumed with the config it started with, up to :data:`RUN_CONTROL_FIELDS`."""
+    """A run may only be resumed with the config it started with, up to ``RUN_CONTROL_FIELDS``."""
     diffs = [k for k in now if k not in RUN_CONTROL_FIELDS and _plain(now[k]) != _plain(saved.get(k))]
     if diffs:
         raise ValueError(f"cannot resume: the config differs from the checkpoint's in {diffs}")
@@ -144,7 +142,7 @@ def _default(f: dataclasses.Field) -> Any:
     return f.default_factory() if f.default_factory is not dataclasses.MISSING else None
 
 
-def config_from_dict(cls: type[C], data: Mapping[str, Any]) -> C:
+def config_from_dict(cls: type, data: Mapping[str, Any]) -> Any:
     """The inverse of :func:`config_to_dict` for dataclass ``cls``: a dict becomes the nested dataclass its field
     holds by default, a list becomes a tuple where the default is one. Unknown keys raise ``ValueError``."""
     known = {f.name: f for f in dataclasses.fields(cls)}
@@ -189,13 +187,13 @@ def override_dict(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     return data
 
 
-def apply_overrides(config: C, overrides: list[str]) -> C:
+def apply_overrides(config: Any, overrides: list[str]) -> Any:
     """A new config of the same dataclass with ``key=value`` changes (``sa.depth=2``, ``model.variant=composite``);
     it is validated again by the dataclass."""
     return config_from_dict(type(config), override_dict(config_to_dict(config), overrides))
 
 
-def named_copy(configs: Mapping[str, C], name: str) -> C:
+def named_copy(configs: Mapping[str, Any], name: str) -> Any:
     """A deep copy of ``configs[name]`` (editing it changes nothing in ``configs``)."""
     if name not in configs:
         raise ValueError(f"config must be one of {sorted(configs)}, got {name!r}")
