@@ -19,6 +19,7 @@ CASES = [
     (proofs.rank_bound, {}, dict(d_h=2, claimed_rank=1)),
     (proofs.theorem1, {}, dict(integer_centers=False)),
     (proofs.theorem1, {}, dict(sign=1)),
+    (proofs.theorem1, {}, dict(padded=False)),
     (proofs.one_dimensional_case, {}, dict(center_coefficient=2)),
     (proofs.dilation_and_stride, {}, dict(dilated_centers=False)),
     (proofs.finite_alpha_bound, {}, dict(factor=sp.Rational(1, 2))),

@@ -58,7 +58,8 @@ def head_dim_too_small(too_small, error, cnn) -> CheckResult:
     taps = cnn.conv1.weight.detach().flatten(2).permute(2, 1, 0)  # (K², D_in, D_out): one matrix per tap
     rank = int(torch.linalg.matrix_rank(taps.double()).max())
     if not isinstance(error, ValueError):
-        return CheckResult(False, f"expected the ValueError that conv_to_mhsa raises with head_dim=11, received {error!r}")
+        return CheckResult(False, "expected the ValueError that conv_to_mhsa raises with head_dim=11, "
+                                  f"received {error!r}")
     if f"rank {rank} > head_dim=11" not in str(error):
         return CheckResult(False, f"the first layer's largest tap rank is {rank}; the error you caught says {error}")
     if too_small is not (rank > 11):

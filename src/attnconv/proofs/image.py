@@ -80,6 +80,33 @@ def shift_invariance(per_entry: bool = False) -> ProofResult:
                         lhs, rhs, simplify=sum_simplify, scope="general", variables=("N", "x", "c"))
 
 
+def _squeeze_steps(sign: int) -> tuple[ProofResult, ProofResult]:
+    """The two facts behind the squeeze bounds of ``hard_limits``, for M keys with logits sign · α u_k.
+
+    1. Dividing by the nearest key's term: e^{s α u_min} / (m e^{s α u_min} + Σ_k e^{s α u_k})
+       = 1 / (m + Σ_k e^{s α (u_k - u_min)}), over the other keys k = 1..M (M symbolic).
+    2. A key farther by t ≥ 0 weighs less: d/dt e^{s α t} < 0, so every e^{s α (u_k - u_min)} ≤ e^{s α g}.
+       False for s = +1.
+    """
+    keys, ties = sp.symbols("M m", integer=True, positive=True)
+    k = sp.Symbol("k", integer=True)
+    u, u_min = sp.IndexedBase("u", real=True), sp.Symbol("u_min", real=True)
+    t = sp.Symbol("t", nonnegative=True)
+    def weight(v):
+        return sp.exp(sign * alpha * v)
+
+    divided = verify_equal(
+        "divide by the nearest key's weight",
+        "e^{sαu_min}/(m e^{sαu_min} + Σ_k e^{sαu_k}) = 1/(m + Σ_k e^{sα(u_k-u_min)})",
+        weight(u_min) / (ties * weight(u_min) + sp.Sum(weight(u[k]), (k, 1, keys))),
+        1 / (ties + sp.Sum(weight(u[k] - u_min), (k, 1, keys))),
+        simplify=sum_simplify, scope="general", variables=("M", "m", "u", "α"))
+    slope = sp.diff(sp.exp(sign * alpha * t), t)
+    decreasing = ProofResult("farther keys weigh less", "d/dt e^{sαt} < 0 for t ≥ 0",
+                             sp.Integer(0 if slope.is_negative else 1), scope="general", variables=("α > 0", "t ≥ 0"))
+    return divided, decreasing
+
+
 def hard_attention_limit(sign: int = -1, integer_centers: bool = True) -> ProofResult:
     """Hard mode is the α → ∞ limit of the quadratic encoding.
 
@@ -97,7 +124,7 @@ def hard_attention_limit(sign: int = -1, integer_centers: bool = True) -> ProofR
         "lim_{α→∞} softmax_δ(-α‖δ-Δ‖²) = 1[δ = Δ] on any grid containing the integer centre Δ",
         sp.Matrix([nearest - 1, other]),
         scope="general", variables=("M (number of keys)", "g > 0 (gap)", "α"),
-        steps=(quadratic_identity(), shift_invariance()),
+        steps=(quadratic_identity(), shift_invariance(), *_squeeze_steps(sign)),
     )
 
 
@@ -236,17 +263,31 @@ def _conv_residual(dims: int, centers: Callable, reads: Callable, ties: int, sig
     return summand if summand == 0 else sp.Sum(summand, *limits)
 
 
-def theorem1(integer_centers: bool = True, sign: int = -1) -> ProofResult:
+def _unpadded_boundary_residual() -> sp.Expr:
+    """Without zero padding, at the query q = 0 of an image of height H, the head for the tap Δ = -1 only has the
+    keys 0..H-1; its target -1 is missing, the nearest key 0 is unique (gap 3), and the limit reads X_0, where the
+    zero-padded convolution reads 0."""
+    k, i = sp.symbols("k i", integer=True)
+    height = sp.Symbol("H", integer=True, positive=True)
+    x = sp.IndexedBase("X")
+    head = sp.Sum(axis_hard_attention(k, 0) * x[k, i], (k, 0, height - 1)).doit()
+    return sp.simplify(head - 0)
+
+
+def theorem1(integer_centers: bool = True, sign: int = -1, padded: bool = True) -> ProofResult:
     """Theorem 1 (2-D): a multi-head self-attention layer with N_h = K² heads, D_h ≥ rank W_Δ, the quadratic
     encoding with integer centres Δ^(h) ∈ {-⌊K/2⌋..}², α → ∞, on the zero-padded input with the output cropped to
     the image, computes the K x K convolution y_q = Σ_Δ X_{q+Δ} W_Δ.
 
     Symbolic in the image size, K (tap ranges a..b per axis), D_in, D_out and the query. The steps are the lemmas
     it rests on. False variants: ``integer_centers=False`` (half-integer centres split the weight between two
-    keys) and ``sign=+1``.
+    keys), ``sign=+1``, and ``padded=False`` (attention over the unpadded image; refuted at a boundary query,
+    where the head reads the nearest existing pixel and the convolution reads a zero).
     """
     residual = _conv_residual(2, lambda q, d: (q[0] + d[0], q[1] + d[1]), lambda q, d: (q[0] + d[0], q[1] + d[1]),
                               1 if integer_centers else 2, sign)
+    if not padded:
+        residual = residual + _unpadded_boundary_residual()
     return ProofResult(
         "Theorem 1 (2-D): MHSA with K² quadratic heads = K×K convolution",
         "α→∞, integer centres, zero padding then crop, D_h ≥ rank W_Δ: MHSA(X)_q = Σ_Δ X_{q+Δ} W_Δ",
