@@ -36,8 +36,10 @@ _STYLE = """<style>
 .attnconv-viewer img {max-width: 100%; height: auto;}
 .attnconv-viewer .av-panels {display: flex; flex-wrap: wrap; gap: 0.6em;}
 .attnconv-viewer .av-panel {text-align: center; font-size: 12px;}
-.attnconv-viewer canvas.av-map {image-rendering: pixelated; cursor: crosshair;
-  border: 1px solid #bbb;}
+.attnconv-viewer canvas.av-map {image-rendering: pixelated; cursor: crosshair; outline: 1px solid #bbb;}
+.attnconv-viewer .av-frame-box {position: relative; display: inline-block; line-height: 0;}
+.attnconv-viewer .av-mark {position: absolute; border: 2px solid red; box-sizing: border-box; pointer-events: none;
+  display: none;}
 .attnconv-viewer .av-colorbar {display: flex; align-items: center; gap: 0.4em; font-size: 12px; margin-top: 0.4em;}
 .attnconv-viewer canvas.av-cbar {width: 180px; height: 12px; image-rendering: pixelated; border: 1px solid #bbb;}
 </style>"""
@@ -73,19 +75,19 @@ _SCRIPT = r"""
     var canvases = Array.prototype.slice.call(root.querySelectorAll("canvas.av-map"));
     var vmax = root.querySelector(".av-vmax");
     function paint(canvas, offset, h, w, mark) {
+      var box = canvas.parentNode.querySelector('.av-mark');
+      if (box) {
+        box.style.display = mark ? 'block' : 'none';
+        if (mark) {
+          box.style.left = (100 * mark[1] / w) + '%'; box.style.top = (100 * mark[0] / h) + '%';
+          box.style.width = (100 / w) + '%'; box.style.height = (100 / h) + '%';
+        }
+      }
       var ctx = canvas.getContext("2d"), im = ctx.createImageData(w, h);
       for (var p = 0; p < h * w; p++) {
         var v = bytes[offset + p];
         im.data[4 * p] = lut.charCodeAt(3 * v); im.data[4 * p + 1] = lut.charCodeAt(3 * v + 1);
         im.data[4 * p + 2] = lut.charCodeAt(3 * v + 2); im.data[4 * p + 3] = 255;
-      }
-      if (mark) {
-        [[-1, -1], [-1, 0], [-1, 1], [0, -1], [0, 1], [1, -1], [1, 0], [1, 1]].forEach(function (d) {
-          var r = mark[0] + d[0], c = mark[1] + d[1];
-          if (r >= 0 && r < h && c >= 0 && c < w) {
-            var q = 4 * (r * w + c); im.data[q] = 255; im.data[q + 1] = 0; im.data[q + 2] = 0;
-          }
-        });
       }
       ctx.putImageData(im, 0, 0);
     }
@@ -347,7 +349,8 @@ class HeatmapViewer(_Viewer):
         for (h, w), title in zip(self.shapes, self.panels):
             cell = 120 / max(h, w)
             style = f"width: {max(w * cell, 24):.0f}px; height: {max(h * cell, 24):.0f}px"
-            parts.append(f'<div class="av-panel"><canvas class="av-map" width="{w}" height="{h}" style="{style}">'
-                         f"</canvas><div>{html.escape(title)}</div></div>")
+            mark = '<div class="av-mark"></div>' if self.mark else ""
+            parts.append(f'<div class="av-panel"><div class="av-frame-box"><canvas class="av-map" width="{w}" '
+                         f'height="{h}" style="{style}"></canvas>{mark}</div><div>{html.escape(title)}</div></div>')
         return (f'<div class="av-panels">{"".join(parts)}</div><div class="av-colorbar">0 '
                 '<canvas class="av-cbar" width="256" height="1"></canvas><span class="av-vmax"></span></div>')

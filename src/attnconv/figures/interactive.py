@@ -187,8 +187,8 @@ def quadratic_run_viewer(snapshots: Sequence[dict], grid: Sequence[int] = (16, 1
         out.append(maps.reshape(maps.shape[0], len(rows), len(cols), *maps.shape[2:]))  # (L, R, C, N_h, H, W)
     maps = torch.stack(out).numpy()  # (S, L, R, C, N_h, H, W)
     epochs = [f"epoch {s['epoch']:g} (step {s['step']})" for s in snapshots]
-    return HeatmapViewer(maps, {"snapshot": epochs, "layer": list(range(maps.shape[1])), "query row": rows,
-                                "query col": cols}, [f"head {i}" for i in range(maps.shape[4])], title=title,
+    return HeatmapViewer(maps, {"snapshot": epochs, "layer": list(range(1, maps.shape[1] + 1)), "query row": rows,
+                                "query col": cols}, [f"head {i + 1}" for i in range(maps.shape[4])], title=title,
                          defaults={"snapshot": epochs[-1], "query row": rows[len(rows) // 2],
                                    "query col": cols[len(cols) // 2]}, mark=("query row", "query col"))
 
