@@ -180,3 +180,17 @@ def test_quadratic_maps_reproduce_the_committed_run():
     assert (flipped - stored.permute(0, 2, 1, 3, 4)).abs().max() > 1e-3
     viewer = quadratic_run_viewer([last], stride=4)
     assert viewer.sizes == [1, 3, 4, 4] and len(viewer.panels) == 9
+
+
+def test_sentence_kernel_viewer_keeps_every_head_and_token():
+    from attnconv.figures.interactive import sentence_kernel_viewer
+
+    rng = np.random.default_rng(0)
+    record = {"tokens": ["a", "b", "c"], "offsets": [-1, 0, 1],
+              "dynamic": rng.dirichlet(np.ones(3), size=(2, 4, 3)).tolist()}  # (L, N_h, N, 2k+1)
+    viewer = sentence_kernel_viewer({"one": record, "two": record, "none": {"dynamic": None}})
+    assert viewer.sizes == [2, 2, 4] and viewer.shapes == [(3, 3)] and viewer.row_labels == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="same tokens"):
+        sentence_kernel_viewer({"one": record, "two": {**record, "tokens": ["x", "y", "z"]}})
+    with pytest.raises(ValueError, match="row_labels"):
+        HeatmapViewer(np.ones((2, 1, 3, 3)), {"a": [0, 1]}, ["p"], row_labels=["x"])

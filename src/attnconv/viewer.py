@@ -40,6 +40,10 @@ _STYLE = """<style>
 .attnconv-viewer .av-frame-box {position: relative; display: inline-block; line-height: 0;}
 .attnconv-viewer .av-mark {position: absolute; border: 2px solid red; box-sizing: border-box; pointer-events: none;
   display: none;}
+.attnconv-viewer .av-grid {display: grid; grid-template-columns: auto auto; justify-content: center;}
+.attnconv-viewer .av-rows {text-align: right; padding-right: 4px; white-space: nowrap;}
+.attnconv-viewer .av-cols {display: flex; line-height: 1.2;}
+.attnconv-viewer .av-cols span {display: flex; justify-content: center; flex: none; white-space: nowrap;}
 .attnconv-viewer .av-colorbar {display: flex; align-items: center; gap: 0.4em; font-size: 12px; margin-top: 0.4em;}
 .attnconv-viewer canvas.av-cbar {width: 180px; height: 12px; image-rendering: pixelated; border: 1px solid #bbb;}
 </style>"""
@@ -280,14 +284,24 @@ class HeatmapViewer(_Viewer):
             (a query pixel). Clicking a panel then moves those two controls to the clicked pixel.
         image: optional ``(H', W', 3)`` RGB image in [0, 1] shown, unchanging, before the panels (the input).
         cmap: a matplotlib colormap name.
+        cell: size of one map cell in CSS pixels (default: the longer side of a map spans 120 pixels).
+        row_labels, col_labels: optional text beside each row and under each column of every map (tokens,
+            offsets); each must have one entry per row (column) of every panel.
     """
 
     kind = "heatmap"
 
     def __init__(self, maps: Any, controls: Mapping[str, Sequence[Any]], panels: Sequence[str], title: str = "",
                  defaults: Mapping[str, Any] | None = None, labels: Mapping[str, Sequence[str]] | None = None,
-                 mark: Sequence[str] | None = None, image: Any = None, cmap: str = "viridis"):
+                 mark: Sequence[str] | None = None, image: Any = None, cmap: str = "viridis",
+                 cell: float | None = None, row_labels: Sequence[str] | None = None,
+                 col_labels: Sequence[str] | None = None):
         super().__init__(controls, title, defaults, labels)
+        if cell is not None and not (isinstance(cell, (int, float)) and 1 <= cell <= 64):
+            raise ValueError(f"cell must be a size in CSS pixels between 1 and 64, got {cell!r}")
+        self.cell = cell
+        self.row_labels = None if row_labels is None else [str(x) for x in row_labels]
+        self.col_labels = None if col_labels is None else [str(x) for x in col_labels]
         sizes = tuple(self.sizes)
         if isinstance(maps, (list, tuple)):
             if len(maps) != len(panels):
@@ -315,6 +329,9 @@ class HeatmapViewer(_Viewer):
         self.mark = mark
         self.panels = [str(p) for p in panels]
         self.shapes = [a.shape[-2:] for a in arrays]
+        for name, given, axis in (("row_labels", self.row_labels, 0), ("col_labels", self.col_labels, 1)):
+            if given is not None and any(len(given) != shape[axis] for shape in self.shapes):
+                raise ValueError(f"{name} must give one label per {'row' if axis == 0 else 'column'} of every map")
         n = int(np.prod(sizes))
         flat = np.concatenate([a.reshape(n, -1) for a in arrays], axis=1)  # (settings, Σ_p H_p W_p)
         top = flat.max(axis=1)
@@ -347,10 +364,21 @@ class HeatmapViewer(_Viewer):
             parts.append('<div class="av-panel"><img class="av-input" style="width: 120px; image-rendering: '
                          f'pixelated" src="data:image/png;base64,{self.image}" alt="input"><div>input</div></div>')
         for (h, w), title in zip(self.shapes, self.panels):
-            cell = 120 / max(h, w)
+            cell = self.cell or 120 / max(h, w)
             style = f"width: {max(w * cell, 24):.0f}px; height: {max(h * cell, 24):.0f}px"
             mark = '<div class="av-mark"></div>' if self.mark else ""
-            parts.append(f'<div class="av-panel"><div class="av-frame-box"><canvas class="av-map" width="{w}" '
-                         f'height="{h}" style="{style}"></canvas>{mark}</div><div>{html.escape(title)}</div></div>')
+            box = (f'<div class="av-frame-box"><canvas class="av-map" width="{w}" height="{h}" style="{style}">'
+                   f"</canvas>{mark}</div>")
+            if self.row_labels:
+                rows = "".join(f'<div style="height: {cell:.2f}px; line-height: {cell:.2f}px">{html.escape(t)}</div>'
+                               for t in self.row_labels)
+                box = f'<div class="av-rows" style="font-size: {min(cell * 0.9, 12):.0f}px">{rows}</div>{box}'
+            if self.col_labels:
+                cols = "".join(f'<span style="width: {cell:.2f}px">{html.escape(t)}</span>' for t in self.col_labels)
+                box = (f'<div class="av-grid">{box}<div></div><div class="av-cols" '
+                       f'style="font-size: {min(cell * 0.8, 11):.0f}px">{cols}</div></div>')
+            elif self.row_labels:
+                box = f'<div class="av-grid">{box}</div>'
+            parts.append(f'<div class="av-panel">{box}<div>{html.escape(title)}</div></div>')
         return (f'<div class="av-panels">{"".join(parts)}</div><div class="av-colorbar">0 '
                 '<canvas class="av-cbar" width="256" height="1"></canvas><span class="av-vmax"></span></div>')

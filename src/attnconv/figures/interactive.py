@@ -220,26 +220,26 @@ def bias_viewer(values: Sequence[float] = (-2.0, -1.0, 0.0, 1.0, 2.0), max_dista
                          if max_distance == 2 and {-1.0, 0.0, 1.0} <= set(values) else None)
 
 
-def sentence_kernel_viewer(runs: dict, dpi: int = 60) -> FrameViewer:
+def sentence_kernel_viewer(runs: dict) -> HeatmapViewer:
     """Pick a model, a layer and a head: the query-dependent kernel each token of the committed sentence applies.
 
     Args:
         runs: variant -> the run's ``kernels.json`` record (``dynamic`` ``(L, N_h, N, 2k+1)``, ``tokens``,
-            ``offsets``); only runs with a dynamic term.
-    """
-    from .bert_runs import plot_sentence_kernels
+            ``offsets``); only runs with a dynamic term, all recorded on the same sentence.
 
+    Rows are the sentence's tokens, columns the offsets δ = key − query; taps outside the sentence are 0.
+    """
     runs = {name: k for name, k in runs.items() if k and k.get("dynamic") is not None}
     if not runs:
         raise ValueError("runs must hold at least one kernels.json record with dynamic kernels")
-    arrays = {name: np.nan_to_num(np.array(k["dynamic"])) for name, k in runs.items()}
-    layers, heads = next(iter(arrays.values())).shape[:2]
-
-    def draw(model: str, layer: int, head: int):
-        k = runs[model]
-        return plot_sentence_kernels(arrays[model], k["tokens"], np.array(k["offsets"]), layer=layer - 1,
-                                     head=head - 1, title=f"{model}: kernels of layer {layer}, head {head}")
-
-    return FrameViewer(draw, {"model": list(runs), "layer": list(range(1, layers + 1)),
-                              "head": list(range(1, heads + 1))},
-                       title="Each token's kernel over offsets δ: pick a model, a layer and a head", dpi=dpi)
+    first = next(iter(runs.values()))
+    if any(k["tokens"] != first["tokens"] or k["offsets"] != first["offsets"] for k in runs.values()):
+        raise ValueError("runs must have recorded their kernels on the same tokens and offsets")
+    maps = np.stack([np.nan_to_num(np.array(k["dynamic"], dtype=np.float64)) for k in runs.values()])  # (M, L, H, N, 2k+1)
+    offsets = [int(d) for d in first["offsets"]]
+    return HeatmapViewer(maps[:, :, :, None], {"model": list(runs), "layer": list(range(1, maps.shape[1] + 1)),
+                                                "head": list(range(1, maps.shape[2] + 1))},
+                         ["offset δ = key − query; each row is one token's kernel"],
+                         title="Each token's kernel over offsets δ: pick a model, a layer and a head",
+                         cell=11, row_labels=first["tokens"],
+                         col_labels=[str(d) if d % 4 == 0 else "" for d in offsets])
