@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attnconv.exercises import EXERCISES, exercises_for
+from attnconv.course.exercises import EXERCISES, exercises_for
 from attnconv.course.grade import grade_notebook
 from attnconv.course.student import plain_exercises, strip_solutions, student_notebook
 
@@ -101,7 +101,7 @@ def test_plain_exercises():
 # Its checks live in a module that both this process and the notebook's kernel import, as a course's would.
 
 TOY_CHECKS = """
-from attnconv.exercises import CheckResult, register
+from attnconv.course.exercises import CheckResult, register
 
 
 @register("ex-toy-answer", "99_toy", "code", 1, ("answer",))

@@ -23,7 +23,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, DeadKernelError
 
-from ..exercises import exercises_for
+from .exercises import exercises_for
 
 __all__ = ["ExerciseGrade", "GradeReport", "grade_notebook", "main"]
 
@@ -77,7 +77,7 @@ def _grading_cell(label: str, checks: tuple[str, ...]) -> nbformat.NotebookNode:
     code = (
         "".join(f"import {module}\n" for module in checks)
         + "import json as _grade_json\n"
-        "from attnconv.exercises import grade_namespace as _grade\n"
+        "from attnconv.course.exercises import grade_namespace as _grade\n"
         f"print({MARKER!r} + _grade_json.dumps(_grade({label!r}, globals())))"
     )
     cell = nbformat.v4.new_code_cell(code)

@@ -24,7 +24,8 @@ import jupytext
 import nbformat
 
 __all__ = [
-    "DEFAULT_REPOSITORY", "colab_url", "main", "plain_exercises", "prepare_student_book", "strip_solutions", "student_notebook",
+    "DEFAULT_REPOSITORY", "colab_url", "main", "plain_exercises", "prepare_student_book", "strip_solutions",
+    "student_notebook",
     "write_student_edition",
 ]
 

@@ -1,7 +1,6 @@
-"""Exercises of the book: the registry and the checks behind :func:`~attnconv.exercises.core.verify` and the autograder."""
+"""Deprecated path, kept for one release: the exercises moved to :mod:`attnconv.course.exercises`."""
 
-from . import part1, part2, part3, part4, part5  # noqa: F401  (registers the checks)
-from .core import (
+from ..course.exercises import (
     EXERCISES,
     CheckResult,
     Exercise,

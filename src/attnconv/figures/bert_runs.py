@@ -1,6 +1,7 @@
 """Figures of the BERT chapter (07): the relative terms of a trained BERT read as convolution kernels, and the
-pre-training curves. The kernels themselves come from :mod:`attnconv.analysis` (:func:`~attnconv.analysis.fixed_kernels`,
-:func:`~attnconv.analysis.dynamic_kernels`, or the ``kernels.json`` a run saves).
+pre-training curves. The kernels themselves come from :mod:`attnconv.analysis`
+(:func:`~attnconv.analysis.fixed_kernels`, :func:`~attnconv.analysis.dynamic_kernels`, or the ``kernels.json`` a
+run saves).
 """
 
 from __future__ import annotations

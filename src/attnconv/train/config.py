@@ -9,8 +9,8 @@ from . import runs
 from .runs import RUN_CONTROL_FIELDS, apply_overrides, config_to_dict, override_dict
 from .vision_config import VISION_CONFIGS, TrainConfig, named_config
 
-__all__ = ["RUN_CONTROL_FIELDS", "TrainConfig", "VISION_CONFIGS", "apply_overrides", "config_from_dict", "override_dict",
-           "config_to_dict", "named_config"]
+__all__ = ["RUN_CONTROL_FIELDS", "TrainConfig", "VISION_CONFIGS", "apply_overrides", "config_from_dict",
+           "override_dict", "config_to_dict", "named_config"]
 
 
 def config_from_dict(data: dict[str, Any]) -> TrainConfig:

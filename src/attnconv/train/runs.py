@@ -31,11 +31,16 @@ from typing import Any, Iterable, Mapping
 
 from .checkpoint import atomic_write_text
 
-__all__ = ["ATTENTION_FILE", "CENTERS_FILE", "CHECKPOINT_NAME", "FINAL_FILE", "HEADS_FILE", "KERNELS_FILE",
-           "METRICS_FILE", "PROVENANCE_FILE", "RUN_CONTROL_FIELDS", "TOKENIZER_FILE", "NonFiniteLossError",
-           "apply_overrides", "bf16_autocast", "check_device", "check_finite_loss", "check_resumable", "config_from_dict",
-           "config_to_dict", "load_average", "named_copy", "override_dict", "read_jsonl", "start_run", "stream_seed",
-           "write_jsonl"]
+__all__ = [
+    # the run folder
+    "ATTENTION_FILE", "CENTERS_FILE", "CHECKPOINT_NAME", "FINAL_FILE", "HEADS_FILE", "KERNELS_FILE", "METRICS_FILE",
+    "PROVENANCE_FILE", "TOKENIZER_FILE", "RUN_CONTROL_FIELDS", "check_resumable", "load_average", "read_jsonl",
+    "start_run", "write_jsonl",
+    # inside a loop
+    "NonFiniteLossError", "bf16_autocast", "check_device", "check_finite_loss", "stream_seed",
+    # configs as data
+    "apply_overrides", "config_from_dict", "config_to_dict", "named_copy", "override_dict",
+]
 
 METRICS_FILE = "metrics.jsonl"
 FINAL_FILE = "final.json"
@@ -115,7 +120,8 @@ def check_finite_loss(loss_value: float, where: str, checkpoint: Path) -> None:
     """Stop a run at once when ``loss_value`` is NaN or infinite (called before the optimiser step, so neither the
     weights nor the checkpoint on disk take the bad update)."""
     if not math.isfinite(loss_value):
-        kept = f"the last good checkpoint, {checkpoint}, is kept" if checkpoint.exists() else "no checkpoint was written yet"
+        kept = (f"the last good checkpoint, {checkpoint}, is kept" if checkpoint.exists() else
+                "no checkpoint was written yet")
         raise NonFiniteLossError(f"training stopped: the loss is {loss_value} at {where}; {kept}. Lower the learning "
                                  "rate or check the data, then resume")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sympy as sp
 import torch
 
-from ..conv import conv2d_as_shifts
+from ...conv import conv2d_as_shifts
 from .core import CheckResult, register
 
 CH01, CH02 = "01_convolution_as_shifts", "02_self_attention"

@@ -7,7 +7,7 @@ import math
 import sympy as sp
 import torch
 
-from ..lightconv import LightweightConv1d, ProjectedConv1d
+from ...lightconv import LightweightConv1d, ProjectedConv1d
 from .core import CheckResult, register
 
 CH05 = "05_relative_positions_are_convolutions"

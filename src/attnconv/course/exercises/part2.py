@@ -5,8 +5,8 @@ from __future__ import annotations
 import sympy as sp
 import torch
 
-from ..bounds import off_target_mass_bound
-from ..proofs import image as proofs
+from ...bounds import off_target_mass_bound
+from ...proofs import image as proofs
 from .core import CheckResult, register
 
 CH03, CH04 = "03_attention_can_express_convolution", "04_positional_encoding_zoo"
@@ -70,8 +70,8 @@ def head_dim_too_small(too_small, error, cnn) -> CheckResult:
 @register("ex-04-finite-alpha-net", CH04, "code", 15, ("changed", "soft_logits", "cnn", "cnn_logits", "test_x",
                                                      "some"))
 def finite_alpha_network(changed, soft_logits, cnn, cnn_logits, test_x, some) -> CheckResult:
-    from ..construct import convert_convolutions
-    from ..smallcnn import predict_logits
+    from ...construct import convert_convolutions
+    from ...models.smallcnn import predict_logits
 
     if not isinstance(changed, int) or not 0 <= changed <= len(some):
         return CheckResult(False, f"expected a count of changed predictions between 0 and {len(some)}, "
