@@ -23,6 +23,8 @@ BOX_KINDS = "Lemma|Theorem|Proposition|Definition|Corollary|Remark|Exercise|Exam
 
 # The numbered boxes of a page, and the headings above them: every box's title, with the heading of the
 # innermost section that holds it.
+_HEADINGS_JS = """() => Array.from(document.querySelectorAll('article h1, article h2, article h3, article h4'))
+  .map(h => h.innerText.replace(/#$/, '').trim())"""
 _BOXES_JS = """() => Array.from(document.querySelectorAll('article div.proof, article div.exercise')).map(box => {
   const section = box.closest('section');
   const heading = section && section.querySelector(':scope > h1, :scope > h2, :scope > h3, :scope > h4');
@@ -59,6 +61,8 @@ class Reading:
     chapter: str
     width: int
     text: str = ""
+    prose: str = ""  # the text without code cells and their outputs
+    headings: list[str] = field(default_factory=list)
     boxes: list[dict] = field(default_factory=list)
     sidebar: list[dict] = field(default_factory=list)
     toggles: dict[str, str] = field(default_factory=dict)  # which toggle -> "" if it worked, else what went wrong
@@ -156,7 +160,11 @@ def read_chapter(browser, site: str, chapter: str, width: int) -> Reading:
         SCREENS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENS / f"{chapter}-{width}.png"), full_page=True)
         reading.text = page.locator("article").inner_text()
+        reading.prose = page.evaluate("""() => { const a = document.querySelector('article').cloneNode(true);
+          a.querySelectorAll('div.cell, .highlight, script').forEach(e => e.remove()); document.body.appendChild(a);
+          const t = a.innerText; a.remove(); return t; }""")
         reading.boxes = page.evaluate(_BOXES_JS)
+        reading.headings = page.evaluate(_HEADINGS_JS)
         reading.sidebar = page.evaluate(_SIDEBAR_JS)
         reading.wide_math = page.evaluate(_MATH_JS)
         reading.admonitions = page.eval_on_selector_all(
@@ -195,6 +203,19 @@ def heading_box_mismatches(boxes: list[dict]) -> list[str]:
             if not any(re.match(rf"{kind} {re.escape(number)}\b", t) for t in titles):
                 out.append(f"heading {heading!r} names {kind} {number}, but the boxes under it are {titles}")
     return out
+
+
+def stray_heading_numbers(headings: list[str], boxes: list[dict]) -> list[str]:
+    """A heading that names a box ("Theorem 1 as a picture") that the chapter does not have."""
+    titles = [b["title"] for b in boxes]
+    return [f"heading {h!r} names {kind} {number}, but the chapter's boxes are numbered otherwise"
+            for h in headings for kind, number in re.findall(rf"\b({BOX_KINDS}) (\d+(?:\.\d+)*)\b", h)
+            if not any(re.match(rf"{kind} {re.escape(number)}\b", t) for t in titles)]
+
+
+def unnumbered_references(text: str) -> list[str]:
+    """'Theorem 1' in a chapter whose boxes read 'Theorem 3.1'; a paper's own numbering must say whose it is."""
+    return [m.group(0) for m in re.finditer(rf"\b({BOX_KINDS}) \d+\b(?!\.\d)(?! of )(?! in )", text)]
 
 
 def numbering_problems(boxes: list[dict], number: int) -> list[str]:
@@ -245,6 +266,11 @@ def test_checks_catch_the_defects():
     assert heading_box_mismatches(old)
     assert not heading_box_mismatches([{"heading": "Lemma 3.3: quadratic", "title": "Lemma 3.3 (Quadratic)"}])
     assert not heading_box_mismatches([{"heading": "The quadratic encoding", "title": "Lemma 3.3 (Quadratic)"}])
+    boxes = [{"heading": "The theorem", "title": "Theorem 3.1 (Attention can express convolution)"}]
+    assert stray_heading_numbers(["Theorem 1 as a picture"], boxes)
+    assert not stray_heading_numbers(["Theorem 3.1 as a picture", "The theorem"], boxes)
+    assert unnumbered_references("and Theorem 1 (`conv_to_mhsa`) turns") == ["Theorem 1"]
+    assert not unnumbered_references("Theorem 3.1 and Theorem 1 of the paper; Lemma 3.2.")
     assert numbering_problems([{"heading": "", "title": "Exercise 19"}], 6)
     assert numbering_problems([{"heading": "", "title": "Exercise 6.2"}], 6)  # 6.1 skipped
     assert numbering_problems([{"heading": "", "title": "Exercise 5.1"}], 6)
@@ -268,9 +294,12 @@ def test_numbering_headings_and_cross_references(readings, chapter):
     assert reading.boxes, f"{chapter}: no numbered boxes found"
     assert not doubled_words(reading.text), f"{chapter}: {doubled_words(reading.text)}"
     assert not heading_box_mismatches(reading.boxes), heading_box_mismatches(reading.boxes)
+    assert not stray_heading_numbers(reading.headings, reading.boxes), stray_heading_numbers(
+        reading.headings, reading.boxes)
     assert not numbering_problems(reading.boxes, chapter_number(chapter)), numbering_problems(
         reading.boxes, chapter_number(chapter))
     assert not chapter_reference_problems(reading.text, len(CHAPTERS))
+    assert not unnumbered_references(reading.prose), f"{chapter}: {unnumbered_references(reading.prose)}"
     assert not sidebar_problems(reading.sidebar, CHAPTERS), sidebar_problems(reading.sidebar, CHAPTERS)
 
 
