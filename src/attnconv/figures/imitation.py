@@ -1,0 +1,122 @@
+"""Figures of the imitation experiment and of the grid-against-random initialisation (chapter 06).
+
+Every function takes plain records (the lines of ``results/imitation/records.jsonl`` as
+:func:`attnconv.train.imitation.imitate` returns them, or the per-epoch metrics of vision runs) and returns a
+``matplotlib.figure.Figure``. Centres are drawn at (column Δ_2, row Δ_1), rows growing downwards as in an image.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from ..train.imitation import tap_shifts
+
+__all__ = ["plot_imitation_paths", "plot_imitation_curves", "plot_imitation_summary", "plot_init_comparison"]
+
+
+def plot_imitation_paths(records: Sequence[dict[str, Any]], titles: Sequence[str], reach: float | None = None) -> Figure:
+    """One panel per run: every head's centre from its random start (open circle) to its last record (dot),
+    over the K x K taps (crosses). A head that ends on a tap has found its part of Theorem 1's construction.
+    ``reach``: half-width of the window drawn (default: every centre, at most 6 cells)."""
+    if len(records) != len(titles) or not records:
+        raise ValueError(f"need one title per record and at least one record, got {len(records)} and {len(titles)}")
+    if reach is None:
+        reach = min(6.0, max(np.abs(np.array(r["centers"])).max() for r in records) + 0.5)
+    fig, axes = plt.subplots(1, len(records), figsize=(3.3 * len(records), 3.5), squeeze=False)
+    for ax, rec, title in zip(axes[0], records, titles):
+        taps = tap_shifts(rec["kernel_size"]).numpy()
+        ax.scatter(taps[:, 1], taps[:, 0], marker="+", s=120, color="black", zorder=3, label="kernel taps")
+        path = np.array(rec["centers"])  # (records, N_h, 2)
+        colours = plt.cm.tab20(np.linspace(0, 1, path.shape[1], endpoint=False))
+        for h in range(path.shape[1]):
+            ax.plot(path[:, h, 1], path[:, h, 0], color=colours[h], lw=1, alpha=0.8)
+            ax.scatter(path[0, h, 1], path[0, h, 0], s=18, facecolors="none", edgecolors=colours[h])
+            ax.scatter(path[-1, h, 1], path[-1, h, 0], s=22, color=colours[h], zorder=4)
+        ax.set_xlim(-reach, reach)
+        ax.set_ylim(reach, -reach)
+        ax.set_aspect("equal")
+        ax.grid(alpha=0.3)
+        ax.set_xlabel(r"column shift $\Delta_2$")
+        ax.set_title(f"{title}\nerror {rec['rel_error'][-1]:.1%}, matched distance {rec['matched'][-1]:.2f}",
+                     fontsize=9)
+    axes[0, 0].set_ylabel(r"row shift $\Delta_1$")
+    axes[0, 0].legend(loc="lower left", fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def _by_setting(records: Sequence[dict[str, Any]], key: str, setting: str) -> tuple[np.ndarray, np.ndarray]:
+    runs = [r for r in records if r["setting"] == setting]
+    if not runs:
+        raise ValueError(f"no records for setting {setting!r}")
+    return np.array(runs[0]["steps"]), np.array([r[key] for r in runs])  # (records,), (seeds, records)
+
+
+def plot_imitation_curves(records: Sequence[dict[str, Any]], settings: Sequence[str]) -> Figure:
+    """Relative error (log scale) and matched-tap distance over the steps: the mean over seeds, with each seed faint."""
+    fig, (err_ax, dist_ax) = plt.subplots(1, 2, figsize=(9.5, 3.4))
+    for i, setting in enumerate(settings):
+        colour = plt.cm.tab10(i % 10)
+        for ax, key in ((err_ax, "rel_error"), (dist_ax, "matched")):
+            steps, values = _by_setting(records, key, setting)
+            for run in values:
+                ax.plot(steps, run, color=colour, lw=0.6, alpha=0.35)
+            ax.plot(steps, values.mean(0), color=colour, lw=1.8, label=setting)
+    err_ax.set_yscale("log")
+    err_ax.set_ylabel(r"relative error $\|y - \hat y\| / \|y\|$")
+    dist_ax.set_ylabel("matched-tap distance (cells)")
+    for ax in (err_ax, dist_ax):
+        ax.set_xlabel("Adam step")
+        ax.grid(alpha=0.3)
+    dist_ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_imitation_summary(summary: dict[str, dict[str, Any]], settings: Sequence[str]) -> Figure:
+    """Final matched-tap distance and relative error per setting: mean ± standard deviation over seeds, each seed a dot."""
+    fig, (dist_ax, err_ax) = plt.subplots(1, 2, figsize=(10, 0.38 * len(settings) + 1.2), sharey=True)
+    rows = np.arange(len(settings))[::-1]
+    for y, setting in zip(rows, settings):
+        stats = summary[setting]
+        for ax, key in ((dist_ax, "matched"), (err_ax, "rel_error")):
+            if key not in stats:
+                continue
+            s = stats[key]
+            ax.errorbar(s["mean"], y, xerr=s["std"], fmt="o", color="tab:blue", capsize=3)
+            ax.scatter(s["runs"], [y] * len(s["runs"]), s=10, color="tab:orange", zorder=3)
+    dist_ax.set_yticks(rows, settings, fontsize=8)
+    dist_ax.set_xlabel("matched-tap distance at the end (cells)")
+    err_ax.set_xlabel("relative error at the end")
+    err_ax.set_xscale("log")
+    for ax in (dist_ax, err_ax):
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_init_comparison(arms: dict[str, Sequence[Sequence[dict[str, Any]]]]) -> Figure:
+    """Test accuracy per epoch for each initialisation: every seed faint, the mean with a ± 1 std band.
+
+    Args:
+        arms: name -> one list of per-epoch metric dicts (with ``"epoch"`` and ``"test_acc"``) per seed.
+    """
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    for i, (name, runs) in enumerate(arms.items()):
+        colour = plt.cm.tab10(i)
+        epochs = np.array([m["epoch"] for m in runs[0]])
+        acc = np.array([[m["test_acc"] for m in run] for run in runs])  # (seeds, epochs)
+        for run in acc:
+            ax.plot(epochs, run, color=colour, lw=0.7, alpha=0.4)
+        ax.plot(epochs, acc.mean(0), color=colour, lw=2, label=f"{name} ({len(runs)} seeds)")
+        ax.fill_between(epochs, acc.mean(0) - acc.std(0), acc.mean(0) + acc.std(0), color=colour, alpha=0.15)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("test accuracy (2,000 images)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
