@@ -139,3 +139,23 @@ def test_summarize_gives_mean_and_spread_over_seeds():
     s = summarize(records)["a"]
     assert s["seeds"] == 2 and s["rel_error"]["mean"] == pytest.approx(0.2) and s["rel_error"]["std"] == pytest.approx(0.1)
     assert s["matched"]["mean"] == pytest.approx(0.3) and s["alpha"]["median"] == pytest.approx(6.0)
+
+
+def test_imitation_figures_draw_from_records():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnconv.figures.imitation import (plot_imitation_curves, plot_imitation_paths, plot_imitation_summary,
+                                            plot_init_comparison)
+
+    rec = {"setting": "s", "kernel_size": 3, "steps": [0, 1], "rel_error": [1.0, 0.1], "matched": [1.0, 0.2],
+           "centers": [[[0.0, 0.0]] * 9, [[1.0, 1.0]] * 9], "wall_s": 1.0, "mass": [[0.1] * 9, [0.5] * 9]}
+    assert len(plot_imitation_paths([rec, rec], ["a", "b"]).axes) == 2
+    with pytest.raises(ValueError, match="one title per record"):
+        plot_imitation_paths([rec], ["a", "b"])
+    assert len(plot_imitation_curves([rec], ["s"]).axes) == 2
+    with pytest.raises(ValueError, match="no records"):
+        plot_imitation_curves([rec], ["other"])
+    assert len(plot_imitation_summary(summarize([rec]), ["s"]).axes) == 2
+    history = [{"epoch": 1, "test_acc": 0.2}, {"epoch": 2, "test_acc": 0.3}]
+    assert len(plot_init_comparison({"grid": [history, history]}).axes) == 1
