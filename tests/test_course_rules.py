@@ -166,3 +166,13 @@ def test_grader_reports_wrong_answer_without_the_solution(toy_chapter):
 def test_grader_rejects_unknown_chapter(tmp_path):
     with pytest.raises(ValueError, match="no graded exercises"):
         grade_notebook(_write(tmp_path / "00_nothing.ipynb", "x = 1"))
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_solution_code_is_folded_in_the_book(md):
+    import jupytext
+
+    cells = [c for c in jupytext.read(md).cells if c.cell_type == "code" and "### BEGIN SOLUTION" in c.source]
+    assert cells, f"{md.name}: no solution code"
+    unfolded = [c.source.splitlines()[0] for c in cells if "hide-cell" not in c.metadata.get("tags", [])]
+    assert not unfolded, f"{md.name}: solution cells not tagged hide-cell: {unfolded}"
