@@ -19,6 +19,7 @@ from attnconv.positional import (
 )
 
 C, HEADS = 8, 2
+D64 = torch.float64
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.int64]
 CLEAR = (ValueError, TypeError)
 
@@ -136,3 +137,53 @@ def test_image_attention_returns_finite_outputs_or_raises_clearly(data, kind):
     x = _input(data.draw, (b, h, w, C), module_dtype, fault)
     mask = _mask(data.draw, (b, h, w), fault)
     _check(module, x, mask, (b, h, w, C), fault)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), variant=st.sampled_from(["absolute", "composite-noabs", "conv-key-mixed", "convolution"]))
+def test_bert_encoder_returns_finite_states_or_raises_clearly(data, variant):
+    from attnconv.models.bert import BertConfig, BertEncoder
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=30, hidden_dim=8, depth=1, num_heads=2, mlp_dim=16, max_length=6,
+                        variant=variant, max_distance=2, dropout=0.0)
+    model = BertEncoder(config).eval()
+    b, n = data.draw(st.integers(0, 2)), data.draw(st.integers(0, 8))
+    fault = data.draw(st.sampled_from(["none"] * 4 + ["float-ids", "out-of-range", "mask-dtype", "types"]))
+    generator = torch.Generator().manual_seed(data.draw(st.integers(0, 2**16)))
+    ids = torch.randint(0, 30, (b, n), generator=generator)
+    if fault == "float-ids":
+        ids = ids.float()
+    if fault == "out-of-range" and ids.numel():
+        ids[0, 0] = 30
+    types = torch.full((b, n), 2) if fault == "types" and b * n else None
+    mask = None if data.draw(st.booleans()) else torch.rand(b, n, generator=generator) < 0.5
+    if fault == "mask-dtype":
+        mask = torch.zeros(b, n, dtype=torch.long)
+    try:
+        with torch.no_grad():
+            out = model(ids, types, mask)
+    except CLEAR:
+        return
+    assert fault == "none" or (b * n == 0 and fault in ("out-of-range", "types")), f"{fault!r} passed silently"
+    assert tuple(out.shape) == (b, n, 8) and torch.isfinite(out).all()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), dims=st.sampled_from([1, 2]))
+def test_convolution_as_attention_returns_finite_outputs_or_raises_clearly(data, dims):
+    from attnconv.construct import conv_to_mhsa
+
+    torch.manual_seed(0)
+    conv = (torch.nn.Conv1d if dims == 1 else torch.nn.Conv2d)(3, 4, 3, padding=data.draw(st.integers(0, 1)))
+    layer = conv_to_mhsa(conv.double())
+    b = data.draw(st.integers(0, 2))
+    spatial = tuple(data.draw(st.integers(0, 5)) for _ in range(dims))
+    fault = data.draw(st.sampled_from(["none"] * 3 + ["dtype", "channels"]))
+    x = torch.randn(b, 5 if fault == "channels" else 3, *spatial, dtype=torch.float32 if fault == "dtype" else D64)
+    try:
+        out = layer(x)
+    except CLEAR:
+        return
+    assert fault == "none", f"the fault {fault!r} passed silently"
+    torch.testing.assert_close(out, conv.double()(x), rtol=0, atol=1e-12)

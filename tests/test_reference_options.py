@@ -250,3 +250,15 @@ def test_sympy_proof_of_the_causal_proposition():
     proof = proofs.causal_bias_is_causal_lightconv()
     assert proof.verified and proof.scope == "general"
     assert not proofs.causal_bias_is_causal_lightconv(mask_future=False).verified  # the future left open
+
+
+def test_causal_relative_keys_convert_back_to_a_causal_dynamic_conv():
+    from attnconv.construct import attention_to_dynamic_conv
+
+    conv = DynamicConv1d(8, 2, 3, boundary="renormalize", causal=True).to(D)
+    attention = dynamic_conv_to_attention(conv)
+    back = attention_to_dynamic_conv(attention)
+    x, mask = _tokens(), _mask()
+    torch.testing.assert_close(back(x), attention(x)[0], **TOL)
+    torch.testing.assert_close(back(x, mask)[~mask], conv(x, mask)[~mask], **TOL)
+    assert torch.isneginf(back.conv.kernel_proj.bias.view(2, -1)[:, back.conv.max_distance + 1:]).all()

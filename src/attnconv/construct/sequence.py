@@ -207,6 +207,8 @@ def attention_to_dynamic_conv(module: MultiHeadSelfAttention, max_length: int | 
         bias = bias + t.kernel_logits(radius)
     if term.window and radius > term.max_distance:  # another, wider window: this term masks beyond its own
         bias = bias.masked_fill(offsets.abs() > term.max_distance, float("-inf"))
+    if term.causal:  # a causal query term masks every future key
+        bias = bias.masked_fill(offsets > 0, float("-inf"))
     conv = DynamicConv1d(module.embed_dim, module.num_heads, 2 * radius + 1, boundary="renormalize",
                          weight_dropout=module.dropout).to(dtype=weight.dtype, device=weight.device)
     with torch.no_grad():

@@ -215,6 +215,8 @@ class BertEncoder(nn.Module):
             token_type_ids: ``(B, N)`` long segment ids (default all 0).
             padding_mask: ``(B, N)`` bool, ``True`` on padding (default: no padding).
         """
+        if not isinstance(input_ids, Tensor):
+            raise TypeError(f"input_ids must be a torch.Tensor, got {type(input_ids).__name__}")
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must be (B, N), got shape {tuple(input_ids.shape)}")
         n = input_ids.shape[1]
@@ -224,6 +226,11 @@ class BertEncoder(nn.Module):
             if t is not None and t.shape != input_ids.shape:
                 raise ValueError(f"{name} must have the shape of input_ids {tuple(input_ids.shape)}, "
                                  f"got {tuple(t.shape)}")
+        _check_ids("input_ids", input_ids, self.config.vocab_size)
+        if token_type_ids is not None:
+            _check_ids("token_type_ids", token_type_ids, self.config.type_vocab_size)
+        if padding_mask is not None and padding_mask.dtype != torch.bool:
+            raise TypeError(f"padding_mask must be a bool tensor (True = padding), got {padding_mask.dtype}")
         h = self.token_embedding(input_ids)
         h = h + self.segment_embedding(torch.zeros_like(input_ids) if token_type_ids is None else token_type_ids)
         if self.position_embedding is not None:
@@ -232,6 +239,16 @@ class BertEncoder(nn.Module):
         for block in self.blocks:
             h = block(h, padding_mask)
         return self.final_norm(h)
+
+
+def _check_ids(name: str, ids: Tensor, size: int) -> None:
+    """``TypeError`` unless ``ids`` holds integers, ``ValueError`` unless they lie in ``[0, size)``."""
+    if ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+        raise TypeError(f"{name} must be an integer tensor, got {ids.dtype}")
+    if ids.numel():
+        lo, hi = torch.stack(torch.aminmax(ids)).tolist()  # one device-to-host copy
+        if lo < 0 or hi >= size:
+            raise ValueError(f"{name} must lie in [0, {size}), got values from {lo} to {hi}")
 
 
 def _init_weights(module: nn.Module) -> None:
