@@ -9,6 +9,7 @@ The operations
     - :mod:`attnconv.attention`: multi-head self-attention with a relative-position term.
     - :mod:`attnconv.positional`: the relative positional encodings that plug into it (quadratic, learned,
       relative biases, the band of relative logits).
+    - :mod:`attnconv.taps`: kernels as bands of taps (which taps exist, a softmax over them, applying a band).
     - :mod:`attnconv.lightconv`: lightweight, dynamic and depthwise-separable 1-D convolutions.
     - :mod:`attnconv.composite`: composite attention, content plus convolution kernels (Chang et al. 2021).
 

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .lightconv import masked_softmax, tap_mask
+from .taps import masked_softmax, tap_mask
 from .models.bert import composite_layers
 from .positional.base import relative_offsets
 

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import floating_input, positive_int
-from .lightconv import masked_softmax
+from .taps import masked_softmax
 from .positional.base import PositionalLogits
 
 __all__ = ["MultiHeadSelfAttention"]

@@ -12,7 +12,7 @@ import torch
 from matplotlib.figure import Figure
 from torch import Tensor
 
-from ..lightconv import tap_mask
+from ..taps import tap_mask
 from ..positional.sequence import RelativePositionBias
 
 __all__ = ["plot_kernel_and_attention", "plot_bias_widget_frame", "plot_dynamic_kernels", "plot_boundary_effect",

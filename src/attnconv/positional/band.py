@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from .._checks import available_device, int_at_least, positive_int
-from ..lightconv import odd_kernel_size
+from ..taps import odd_kernel_size
 
 __all__ = ["FRAMES", "band_to_logits", "key_to_query_frame", "logits_to_band", "relative_index",
            "relative_position_bucket"]
