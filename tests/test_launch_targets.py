@@ -53,3 +53,19 @@ def test_disagreements_read_a_notebook_too():
     ipynb = jupytext.writes(jupytext.reads(CELL.replace("URL", url), fmt="md:myst"), fmt="ipynb")
     assert disagreements(ipynb, url) == []
     assert disagreements(ipynb, "https://github.com/someone/fork") != []
+
+
+def test_build_hook_warns_only_for_a_disagreeing_chapter(monkeypatch):
+    """The Sphinx hook turns a disagreement into a warning, which the strict build (-W) makes an error."""
+    import types
+
+    import launch_targets
+
+    warnings = []
+    monkeypatch.setattr(launch_targets.logger, "warning", lambda msg, **kw: warnings.append(msg))
+    app = types.SimpleNamespace(config=types.SimpleNamespace(html_theme_options={"repository_url": REPOSITORY}))
+    launch_targets._check(app, "notebooks/01_x", [CELL.replace("URL", REPOSITORY)])
+    launch_targets._check(app, "book/intro", ["no code here"])
+    assert warnings == []
+    launch_targets._check(app, "notebooks/02_y", [CELL.replace("URL", "https://github.com/old/home")])
+    assert len(warnings) == 2 and all("notebooks/02_y" in w for w in warnings)
