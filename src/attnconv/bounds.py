@@ -11,6 +11,10 @@ infinite grid). Truncating the sum to offsets that fit on the grid gives a sligh
 With Σ_k A_qk = 1, the layer's error at query q is Σ_h Σ_{k ≠ q+Δ_h} A^(h)_qk (X_k - X_{q+Δ_h}) W^(h), so
 
     ‖MHSA(X)_q - Conv(X)_q‖_2 ≤ ε(α) Σ_h max_{k,k'} ‖(X_k - X_k') W^(h)‖_2 ≤ 2 ε(α) Σ_h max_k ‖X_k W^(h)‖_2.
+
+Each step is checked in SymPy by :func:`attnconv.proofs.image.finite_alpha_bound`; the bound is attained (to within
+rounding) by one head whose query token is the negative of every other token, which ``tests/test_finite_alpha.py``
+builds.
 """
 
 from __future__ import annotations
