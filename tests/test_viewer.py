@@ -36,7 +36,7 @@ def test_table_from_markdown_keeps_every_cell_and_renders_html():
     assert table.headers == ["variant", "loss"] and table.rows == [["`fixed`", "5.3"], ["absolute", "6.2"]]
     html = table._repr_html_()
     assert "<table" in html and "|---|" not in html and "<code>fixed</code>" in html
-    assert html.count("<tr>") == 3 and 'text-align: right">5.3' in html
+    assert html.count("<tr>") == 3 and 'text-align: right; white-space: nowrap">5.3' in html
 
 
 def test_table_rejects_ragged_rows_and_non_tables():

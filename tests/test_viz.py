@@ -77,7 +77,7 @@ def test_load_run_and_table(run_folder):
     table = results_table([run])
     assert "| sa-quadratic | 0.11M | 0.07 / 0.06 | 2 | 41.0% (10000 images) | 1.0 min | 100 | CPU: test |" in table
     html = results_table([run], fmt="html")
-    assert html.startswith("<table") and ">41.0% (10000 images)</td>" in html and "|---|" not in html
+    assert "<table" in html and ">41.0% (10000 images)</td>" in html and "|---|" not in html
     with pytest.raises(ValueError, match="fmt must be"):
         results_table([run], fmt="latex")
     (run_folder / "final.json").unlink()

@@ -84,12 +84,18 @@ class Table:
 
     def _repr_html_(self) -> str:
         align = self._column_align()
-        head = "".join(f'<th style="text-align: {a}">{_cell_html(h)}</th>' for h, a in zip(self.headers, align))
-        body = "".join("<tr>" + "".join(f'<td style="text-align: {a}">{_cell_html(c)}</td>'
+
+        def style(text: Any, a: str) -> str:  # short cells never break ("cpu-quick", "5,315,136")
+            return f"text-align: {a}" + ("; white-space: nowrap" if len(str(text)) <= 12 else "")
+
+        head = "".join(f'<th style="{style(h, a)}">{_cell_html(h)}</th>' for h, a in zip(self.headers, align))
+        body = "".join("<tr>" + "".join(f'<td style="{style(c, a)}">{_cell_html(c)}</td>'
                                         for c, a in zip(row, align)) + "</tr>" for row in self.rows)
         caption = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
-        return (f'<table class="attnconv-table docutils align-default">{caption}<thead><tr>{head}</tr></thead>'
-                f"<tbody>{body}</tbody></table>")
+        # The wrapper scrolls sideways on a narrow screen instead of cutting the last columns off.
+        return (f'<div class="attnconv-table-wrap" style="overflow-x: auto; max-width: 100%">'
+                f'<table class="attnconv-table docutils align-default" style="font-size: 0.9em">{caption}'
+                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
 
     def __repr__(self) -> str:
         widths = [max(len(str(x)) for x in [h] + [r[j] for r in self.rows]) for j, h in enumerate(self.headers)]
