@@ -268,3 +268,16 @@ def test_a_checkpoint_from_before_the_json_round_trip_still_resumes():
     check_resumable(old, config_to_dict(replace(config, progress=False, time_limit=60.0)))  # run control only
     with pytest.raises(ValueError, match=r"in \['resnet'\]"):
         check_resumable(old, config_to_dict(apply_overrides(config, ["resnet.blocks=(2, 2, 2, 1)"])))
+
+
+def test_cli_ends_with_a_message_on_a_non_finite_loss(tmp_path, monkeypatch, capsys):
+    import attnconv.train.vision as vision
+    from attnconv.train.cli import main
+    from attnconv.train.runs import NonFiniteLossError
+
+    def diverge(*args, **kwargs):
+        raise NonFiniteLossError("training stopped: the loss is nan at epoch 1, step 3")
+
+    monkeypatch.setattr(vision, "train_vision", diverge)
+    assert main(["vision", "--config", "smoke", "--out", str(tmp_path / "run")]) == 1
+    assert "vision: training stopped: the loss is nan at epoch 1, step 3" in capsys.readouterr().err
