@@ -128,11 +128,18 @@ def hard_attention_limit(sign: int = -1, integer_centers: bool = True) -> ProofR
     )
 
 
-def _head_is_shift(attention: Callable[[sp.Expr, sp.Expr], sp.Expr] | None) -> ProofResult:
-    """(A X)_q = X_{q+Δ} for the hard head centred on Δ, over a zero-padded input of any size."""
+def _encoding_peak(center: sp.Expr, center_coefficient: int = -2) -> sp.Expr:
+    """The offset δ* where the quadratic logit v·r_δ = -α(δ² + c Δ δ) peaks: the head's centre, -c Δ / 2."""
+    delta = sp.Symbol("delta", real=True)
+    return sp.solve(sp.diff(-alpha * (delta**2 + center_coefficient * center * delta), delta), delta)[0]
+
+
+def _head_is_shift(attention: Callable[[sp.Expr, sp.Expr, sp.Expr], sp.Expr] | None) -> ProofResult:
+    """(A X)_q = X_{q+Δ} for the α → ∞ limit of the quadratic head with v = -α(1, -2Δ), over a zero-padded input
+    of any size: the head's centre is derived from v, and its weights are the limits of ``hard_limits``."""
     q, k, center, i = sp.symbols("q k Delta i", **_int)
     x = sp.IndexedBase("X")
-    weight = attention(q, k, center) if attention else axis_hard_attention(k, q + center)
+    weight = attention(q, k, center) if attention else axis_hard_attention(k, q + _encoding_peak(center))
     head = sp.Sum(weight * x[k, i], (k, -sp.oo, sp.oo)).doit()
     return verify_equal("a hard head reads one shifted token", "Σ_k A_qk X_k = X_{q+Δ} (zero-padded X)",
                         head, x[q + center, i], simplify=sp.expand, scope="general", variables=("q", "Δ", "N"))
@@ -284,8 +291,8 @@ def theorem1(integer_centers: bool = True, sign: int = -1, padded: bool = True) 
     keys), ``sign=+1``, and ``padded=False`` (attention over the unpadded image; refuted at a boundary query,
     where the head reads the nearest existing pixel and the convolution reads a zero).
     """
-    residual = _conv_residual(2, lambda q, d: (q[0] + d[0], q[1] + d[1]), lambda q, d: (q[0] + d[0], q[1] + d[1]),
-                              1 if integer_centers else 2, sign)
+    residual = _conv_residual(2, lambda q, d: (q[0] + _encoding_peak(d[0]), q[1] + _encoding_peak(d[1])),
+                              lambda q, d: (q[0] + d[0], q[1] + d[1]), 1 if integer_centers else 2, sign)
     if not padded:
         residual = residual + _unpadded_boundary_residual()
     return ProofResult(
@@ -329,8 +336,8 @@ def dilation_and_stride(dilated_centers: bool = True) -> ProofResult:
     dil = sp.symbols("d1:3", **_pos_int)
     scale = dil if dilated_centers else (1, 1)
 
-    def centers(p, delta):
-        return tuple(s[a] * p[a] + scale[a] * delta[a] for a in range(2))
+    def centers(p, delta):  # the query s⊙p plus the peak of the encoding with centre scale⊙Δ
+        return tuple(s[a] * p[a] + _encoding_peak(scale[a] * delta[a]) for a in range(2))
 
     def reads(p, delta):
         return tuple(s[a] * p[a] + dil[a] * delta[a] for a in range(2))
