@@ -26,7 +26,7 @@ from torch import Tensor, nn
 from ..tokens import space_to_depth
 from .imitation import ImitationConfig, imitate, imitate_lightconv, rank_one_conv
 
-__all__ = ["SETTINGS", "QUICK_SETTINGS", "image_crops", "run_sweep", "summarize"]
+__all__ = ["LANGUAGE", "SETTINGS", "QUICK_SETTINGS", "image_crops", "run_sweep", "summarize"]
 
 # name -> (teacher, kernel size, config changes). "rank1": random taps of rank 1; "random": random taps of full
 # rank (3); "cnn": the first layer of chapter 04's trained CNN (12 -> 24 channels on 2 x 2 space-to-depth).
@@ -48,6 +48,7 @@ SETTINGS: dict[str, tuple[str, int, dict[str, Any]]] = {
     "rank1 D_h=1 content": ("rank1", 3, {"head_dim": 1, "encoding": "quadratic_content"}),
 }
 QUICK_SETTINGS = ("rank1 D_h=1", "rank1 D_h=C")
+LANGUAGE = "language lightconv"  # the 1-D analogue: relative-bias attention imitating a lightweight convolution
 CROP, OUT_CHANNELS = 12, 8
 
 
@@ -111,7 +112,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def run_sweep(out_dir: str | os.PathLike | None, quick: bool = False, seeds: int = 3,
               settings: tuple[str, ...] | None = None, language: bool | None = None,
               steps: int | None = None) -> dict[str, Any]:
-    """Run the settings (default: all, or :data:`QUICK_SETTINGS` with ``quick``), one run per seed.
+    """Run the settings (default: all and the language analogue, or :data:`QUICK_SETTINGS` with ``quick``), one run
+    per seed. Naming ``settings`` runs the language analogue only when :data:`LANGUAGE` is among them.
 
     ``quick`` shortens every run (600 steps, one seed, 8 x 8 crops) so the book can rerun it in seconds;
     otherwise each run takes ``steps`` Adam steps (default 3,000) on 12 x 12 crops.
@@ -124,7 +126,13 @@ def run_sweep(out_dir: str | os.PathLike | None, quick: bool = False, seeds: int
         data = load_cifar10(download=False)
     except FileNotFoundError:
         data = generated_cifar10(512, 8)
-    names = settings or (QUICK_SETTINGS if quick else tuple(SETTINGS))
+    if settings is not None:
+        unknown = sorted(set(settings) - set(SETTINGS) - {LANGUAGE})
+        if unknown:
+            raise ValueError(f"settings must be among {sorted(SETTINGS) + [LANGUAGE]}, got {unknown}")
+        language = LANGUAGE in settings if language is None else language
+        settings = tuple(name for name in settings if name != LANGUAGE)
+    names = settings if settings is not None else (QUICK_SETTINGS if quick else tuple(SETTINGS))
     seeds = 1 if quick else seeds
     crop, steps = (8, 600) if quick else (CROP, steps or 3000)
     images = _normalised(data.train_images[:20000])
@@ -167,7 +175,7 @@ def run_sweep(out_dir: str | os.PathLike | None, quick: bool = False, seeds: int
         for seed in range(seeds if tokens is not None else 0):
             t0 = time.perf_counter()
             rec = imitate_lightconv(tokens[:4096], tokens[4096:], steps=steps, log_every=max(1, steps // 30), seed=seed)
-            keep({"setting": "language lightconv", "teacher": "lightconv", "seed": seed,
+            keep({"setting": LANGUAGE, "teacher": "lightconv", "seed": seed,
                   "wall_s": time.perf_counter() - t0, **rec})
     result = {"records": records, "summary": summarize(records), "data": data.description}
     if out_dir is not None:
@@ -190,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="two short settings, one seed (seconds)")
     parser.add_argument("--seeds", type=int, default=3, help="runs per setting")
     parser.add_argument("--steps", type=int, default=3000, help="Adam steps per run")
-    parser.add_argument("--only", action="append", default=None, choices=sorted(SETTINGS), help="run these settings")
+    parser.add_argument("--only", action="append", default=None, choices=sorted(SETTINGS) + [LANGUAGE],
+                        help="run these settings (repeatable; the language analogue only when named)")
     args = parser.parse_args(argv)
     torch.set_flush_denormal(True)
     result = run_sweep(args.out, quick=args.quick, seeds=args.seeds, settings=tuple(args.only) if args.only else None,
