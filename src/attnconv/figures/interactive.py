@@ -210,13 +210,14 @@ def bias_viewer(values: Sequence[float] = (-2.0, -1.0, 0.0, 1.0, 2.0), max_dista
         probs = torch.softmax(module((length,), None, None), dim=-1)  # (S, N, N): one "head" per setting
     kernel = torch.softmax(grid, dim=-1)[:, None, :]  # (S, 1, 2k+1)
     shape = (len(values),) * taps
-    names = [f"b_{d}" for d in range(-max_distance, max_distance + 1)]
+    sub = str.maketrans("-0123456789", "₋₀₁₂₃₄₅₆₇₈₉")
+    names = [f"b{str(d).translate(sub)}" for d in range(-max_distance, max_distance + 1)]
     return HeatmapViewer([kernel.reshape(*shape, 1, taps).numpy(), probs.reshape(*shape, length, length).numpy()],
                          dict.fromkeys(names, values),
-                         [f"kernel softmax(b), δ = {-max_distance}..{max_distance}",
-                          "attention softmax_j(b_(j−i)): query i (rows), key j"],
+                         [f"kernel softmax(b) over δ = {-max_distance}…{max_distance}",
+                          "attention: softmax over keys j of b(j − i); query i (rows), key j (columns)"],
                          title="Set the biases b_δ of one head: the kernel and its band follow",
-                         defaults={"b_-2": -1.0, "b_-1": 0.0, "b_0": 1.0, "b_1": 0.0, "b_2": -1.0}
+                         defaults=dict(zip(names, (-1.0, 0.0, 1.0, 0.0, -1.0)))
                          if max_distance == 2 and {-1.0, 0.0, 1.0} <= set(values) else None)
 
 
