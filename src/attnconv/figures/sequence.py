@@ -135,7 +135,7 @@ def plot_kernel_terms(kernels: Mapping[str, Tensor], probs: Tensor, query: int, 
 
     Args:
         kernels: term name -> ``(2r+1,)`` logits of that term for this query (NaN where no key exists). Class
-            names of the terms are titled with their formula (:data:`TERM_TITLES`).
+            names of the terms are titled with their formula (``TERM_TITLES``).
         probs: ``(2r+1,)`` the attention of the query over the same offsets.
         query: i, for the title.
         radius: r.
