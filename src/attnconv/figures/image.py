@@ -89,13 +89,13 @@ def plot_weight_matrices(weight: Tensor) -> Figure:
     for i in range(k1):
         for j in range(k2):
             im = axes[i, j].imshow(w[:, :, i, j].T.numpy(), cmap="RdBu_r", vmin=-vmax, vmax=vmax)
-            axes[i, j].set_title(f"tap ({i}, {j})", fontsize=8)
-            axes[i, j].set_xlabel("D_out", fontsize=7)
-            axes[i, j].set_ylabel("D_in", fontsize=7)
+            axes[i, j].set_title(f"tap ({i}, {j})", fontsize=10)
+            axes[i, j].set_xlabel("$D_{out}$", fontsize=9)
+            axes[i, j].set_ylabel("$D_{in}$", fontsize=9)
             axes[i, j].set_xticks([])
             axes[i, j].set_yticks([])
-    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8)
-    fig.suptitle("One D_in x D_out matrix W_Δ per kernel tap", fontsize=10)
+    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label="weight")
+    fig.suptitle(r"One $D_{in} \times D_{out}$ matrix $W_\Delta$ per kernel tap", fontsize=12)
     return fig
 
 
