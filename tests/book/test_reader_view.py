@@ -126,6 +126,7 @@ def test_outputs_are_quiet_and_rendered(page_path):
     assert not noise, f"{page_path}: outputs show build noise: {noise}"
     raw = raw_markup(page_html)
     assert not raw, f"{page_path}: unrendered markup outside code: {raw}"
+    assert "widget-state+json" not in page_html, f"{page_path}: carries ipywidgets state, which no kernel will drive"
 
 
 # The viewer's image: the frame's data URI, or every canvas's pixels.
