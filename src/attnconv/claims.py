@@ -126,6 +126,11 @@ CLAIMS: tuple[Claim, ...] = (
           f"{CH03}#prop-factorisation",
           ("tests/test_positional_image.py::test_softmax_factorises_over_axes",
            "tests/test_positional_image.py::test_factorised_layer_equals_dense_layer")),
+    Claim("causal-lightconv", "causal relative-bias attention is the causal lightweight convolution (i ≥ K-1)",
+          "prop-causal-lightconv", seq.causal_bias_is_causal_lightconv,
+          partial(seq.causal_bias_is_causal_lightconv, mask_future=False), f"{CH05}#prop-causal-lightconv",
+          ("tests/test_reference_options.py::test_causal_lightweight_conv_is_causal_relative_bias_attention",
+           "tests/test_reference_options.py::test_sympy_proof_of_the_causal_proposition")),
     Claim("rank-counterexample", "the rank condition is not necessary: two D_h = 1 heads with mixed attention "
           "reproduce a K = 2 conv with rank-2 taps", "rem-rank-counterexample", img.rank_counterexample,
           partial(img.rank_counterexample, mix=(sp.Rational(1, 2), sp.Rational(1, 2))),
