@@ -10,6 +10,7 @@ from attnconv.proofs import ProofResult
 from attnconv.proofs import image as proofs
 
 CASES = [
+    (proofs.conv_is_sum_of_shifts, {}, dict(flipped=True)),
     (proofs.quadratic_identity, {}, dict(center_coefficient=2)),
     (proofs.shift_invariance, {}, dict(per_entry=True)),
     (proofs.hard_attention_limit, {}, dict(sign=1)),

@@ -24,6 +24,7 @@ from .proofs import sequence as seq
 
 __all__ = ["Claim", "CLAIMS", "LedgerRow", "ledger_html", "missing_checks", "run_ledger"]
 
+CH01 = "notebooks/01_convolution_as_shifts.md"
 CH03 = "notebooks/03_attention_can_express_convolution.md"
 CH05 = "notebooks/05_relative_positions_are_convolutions.md"
 
@@ -57,6 +58,10 @@ def _nonshift(q, k, center):
 
 
 CLAIMS: tuple[Claim, ...] = (
+    Claim("conv-shifts", "a convolution is a sum of shifted inputs, each times one tap's matrix", "lem-conv-shifts",
+          img.conv_is_sum_of_shifts, partial(img.conv_is_sum_of_shifts, flipped=True), f"{CH01}#lem-conv-shifts",
+          ("tests/test_conv.py::test_conv2d_as_shifts_matches_torch",
+           "tests/test_conv.py::test_conv1d_as_shifts_matches_torch")),
     Claim("quadratic-identity", "v·r_δ = -α(‖δ-Δ‖² - ‖Δ‖²) for r_δ = (‖δ‖², δ), v = -α(1, -2Δ), in any dimension",
           "lem-quadratic", img.quadratic_identity, partial(img.quadratic_identity, center_coefficient=2),
           f"{CH03}#lem-quadratic",

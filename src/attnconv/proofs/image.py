@@ -22,6 +22,7 @@ from ._symbolic import alpha, axis_hard_attention, hard_limits, pull_sums, sum_s
 from .result import ProofResult, combine, verify_equal
 
 __all__ = [
+    "conv_is_sum_of_shifts",
     "quadratic_identity",
     "shift_invariance",
     "hard_attention_limit",
@@ -42,6 +43,36 @@ _pos_int = dict(integer=True, positive=True)
 
 def _matrix_zero(expr):
     return expr.doit()
+
+
+def conv_is_sum_of_shifts(flipped: bool = False) -> ProofResult:
+    """Lemma (chapter 01): a 2-D convolution (PyTorch's cross-correlation) with padding p, dilation d and stride s is
+    Σ_a shift_{Δ_a}(X) W_{Δ_a} + b with Δ_a = a ⊙ d - p, read at the outputs s ⊙ q.
+
+    By definition Conv(X)_{q,o} = b_o + Σ_{a, i} X̃_{s⊙q + a⊙d - p, i} w_{o,i,a} with X̃ the zero-padded input, and
+    shift_Δ(X)_q = X̃_{q+Δ}. Symbolic in the kernel size, channels, p, d, s and q. ``flipped=True`` uses
+    Δ_a = p - a ⊙ d, the textbook convolution that flips the kernel (false for PyTorch's layer).
+    """
+    a = sp.symbols("a1:3", **_int)
+    q = sp.symbols("q1:3", **_int)
+    pad, dil, stride = sp.symbols("p1:3", **_int), sp.symbols("d1:3", **_pos_int), sp.symbols("s1:3", **_pos_int)
+    i, o = sp.symbols("i o", **_int)
+    d_in = sp.Symbol("D_in", **_pos_int)
+    k1, k2 = sp.symbols("K1 K2", **_pos_int)
+    x, w, b = sp.IndexedBase("X"), sp.IndexedBase("w"), sp.IndexedBase("b")
+    sign = -1 if flipped else 1
+    shift = [sign * (a[m] * dil[m] - pad[m]) for m in range(2)]  # Δ_a
+    read = [stride[m] * q[m] + a[m] * dil[m] - pad[m] for m in range(2)]  # the input pixel PyTorch's layer reads
+    conv_summand = x[read[0], read[1], i] * w[o, i, a[0], a[1]]
+    shift_summand = x[stride[0] * q[0] + shift[0], stride[1] * q[1] + shift[1], i] * w[o, i, a[0], a[1]]
+    difference = sp.expand(conv_summand - shift_summand)
+    limits = [(i, 0, d_in - 1), (a[0], 0, k1 - 1), (a[1], 0, k2 - 1)]
+    residual = difference if difference == 0 else sp.Sum(difference, *limits)
+    return ProofResult(
+        "convolution = sum of shifted, projected inputs",
+        "Conv(X)_q = Σ_a shift_{a⊙d-p}(X)_{s⊙q} W_{a⊙d-p} + b, W_Δ = w_{:,:,a}^T",
+        residual, scope="general", variables=("K1", "K2", "D_in", "D_out", "p", "d", "s", "q"),
+    )
 
 
 def quadratic_identity(center_coefficient: int = -2) -> ProofResult:
