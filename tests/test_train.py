@@ -249,7 +249,7 @@ def test_devices_cuda_n_are_accepted_and_checked(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     assert _pick_device("cuda:1", 0, 1) == torch.device("cuda", 1)
     assert _pick_device("cuda", 1, 2) == torch.device("cuda", 1)  # under torchrun: GPU LOCAL_RANK
-    with pytest.raises(ValueError, match="has 2 CUDA device"):
+    with pytest.raises(ValueError, match="names GPU 2, but this machine has 2"):
         _pick_device("cuda:2", 0, 1)
     with pytest.raises(ValueError, match="names one GPU, but 2 processes"):
         _pick_device("cuda:0", 0, 2)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from .._checks import available_device
 from .runs import check_device
 
 __all__ = ["DistInfo", "all_reduce_sum", "barrier", "init_distributed", "shutdown_distributed"]
@@ -45,17 +46,12 @@ def _pick_device(device: str, local_rank: int, world: int) -> torch.device:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":
         return torch.device("cpu")
-    target = torch.device(device)
-    if not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} was asked for, but this machine has no CUDA device "
-                         "(torch.cuda.is_available() is False): use device='cpu' or 'auto'")
+    target = available_device("device", device)  # CUDA present, and GPU N for "cuda:N"
     if target.index is None:
-        target = torch.device("cuda", local_rank)
-    elif world > 1:
+        return torch.device("cuda", local_rank)
+    if world > 1:
         raise ValueError(f"device={device!r} names one GPU, but {world} processes were launched: use device='cuda' "
                          "(each process takes GPU LOCAL_RANK)")
-    if target.index >= torch.cuda.device_count():
-        raise ValueError(f"device={device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     return target
 
 
