@@ -77,31 +77,33 @@ def plot_theorem1_heads(alpha: float, kernel: Tensor, window: int = 7) -> Figure
     w = torch.as_tensor(kernel, dtype=torch.float64)
     k, c = w.shape[0], window // 2
     shifts = _grid_shifts(k)
-    fig = plt.figure(figsize=(12.5, 4.4))
-    grid = fig.add_gridspec(k, k + 6, width_ratios=[1] * k + [0.12, 1.5, 2.4, 0.6, 2.4, 0.12], wspace=0.1,
-                            hspace=0.4)
+    # Two rows, so that the figure stays legible when a phone shrinks it: the heads above, the kernels below.
+    fig = plt.figure(figsize=(6.6, 9.2))
+    top, bottom = fig.add_gridspec(2, 1, height_ratios=[1.3, 1], hspace=0.28)
+    heads = top.subgridspec(k, k + 2, width_ratios=[1] * k + [0.25, 0.12], wspace=0.15, hspace=0.35)
     for h, (dy, dx) in enumerate(shifts):
-        ax = fig.add_subplot(grid[dy + k // 2, dx + k // 2])
+        ax = fig.add_subplot(heads[dy + k // 2, dx + k // 2])
         im = ax.imshow(probs[h].numpy(), cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
-        ax.plot(c, c, "s", mfc="none", mec="red", ms=5)
-        ax.set_title(f"Δ = ({dy}, {dx})", fontsize=10)
+        ax.plot(c, c, "s", mfc="none", mec="red", ms=6)
+        ax.set_title(f"head Δ = ({dy}, {dx})", fontsize=11)
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.colorbar(im, cax=fig.add_subplot(grid[:, k])).set_label("attention $A^{(h)}_{q,k}$", fontsize=10)
+    fig.colorbar(im, cax=fig.add_subplot(heads[:, k + 1])).set_label("attention $A^{(h)}_{q,k}$", fontsize=11)
+    kernels = bottom.subgridspec(1, 4, width_ratios=[1, 0.15, 1, 0.06], wspace=0.12)
     vmax = float(w.abs().max())
-    for col, (data, name) in zip((k + 2, k + 4), ((effective, r"attention: $\sum_h w_{\Delta^{(h)}}\, A^{(h)}_{q,q+\delta}$"),
-                                                   (target, r"convolution kernel $w_\delta$"))):
-        ax = fig.add_subplot(grid[:, col])
+    for col, (data, name) in zip((0, 2), ((effective, r"layer: $\sum_h w_{\Delta^{(h)}} A^{(h)}_{q,q+\delta}$"),
+                                          (target, r"convolution kernel $w_\delta$"))):
+        ax = fig.add_subplot(kernels[0, col])
         im = ax.imshow(data.numpy(), cmap="RdBu_r", vmin=-vmax, vmax=vmax, interpolation="nearest")
-        ax.set_title(name, fontsize=11)
-        ax.set_xticks(range(window), [str(i - c) for i in range(window)], fontsize=9)
-        ax.set_yticks(range(window), [str(i - c) for i in range(window)], fontsize=9)
-        ax.set_xlabel(r"offset $\delta_2$ (columns)", fontsize=10)
-        ax.set_ylabel(r"offset $\delta_1$ (rows)", fontsize=10)
-    fig.colorbar(im, cax=fig.add_subplot(grid[:, k + 5])).set_label("weight", fontsize=10)
+        ax.set_title(name, fontsize=12)
+        ax.set_xticks(range(window), [str(i - c) for i in range(window)], fontsize=10)
+        ax.set_yticks(range(window), [str(i - c) for i in range(window)], fontsize=10)
+        ax.set_xlabel(r"offset $\delta_2$ (columns)", fontsize=11)
+        ax.set_ylabel(r"offset $\delta_1$ (rows)", fontsize=11)
+    fig.colorbar(im, cax=fig.add_subplot(kernels[0, 3])).set_label("weight", fontsize=11)
     err = float((effective - target).abs().max())
-    fig.suptitle(f"α = {alpha:.3g}: each head's off-target mass ≤ ε(α) = {off_target_mass_bound(alpha):.2g}; "
-                 f"largest kernel error {err:.2g}", fontsize=12)
+    fig.suptitle(f"α = {alpha:.3g}: off-target mass per head ≤ ε(α) = {off_target_mass_bound(alpha):.2g}\n"
+                 f"largest difference between the two kernels: {err:.2g}", fontsize=13)
     return fig
 
 
@@ -109,7 +111,7 @@ def theorem1_viewer(kernel: Tensor, alphas: Sequence[float] | None = None, windo
     """A slider over α for :func:`plot_theorem1_heads` (default: 13 values from 0.5 to 46, log-spaced)."""
     alphas = [float(a) for a in (np.geomspace(0.5, 46, 13) if alphas is None else alphas)]
     return FrameViewer(lambda α: plot_theorem1_heads(α, kernel, window), {"α": alphas},
-                       title="Nine heads, one per neighbour, sum to a 3×3 kernel: move α", dpi=64)
+                       title="Nine heads, one per neighbour, sum to a 3×3 kernel: move α", dpi=80)
 
 
 def attention_viewer(probs: Tensor, grid: Sequence[int], panels: Sequence[str] | None = None,
