@@ -2,6 +2,8 @@
 
 - :mod:`attnconv.proofs.image`: Cordonnier et al. 2020 (shifts, the quadratic encoding, the hard-attention limit,
   the softmax factorisation, the finite-α bound).
+- :mod:`attnconv.proofs.rank`: how much of a tap one head carries (the rank condition, and a counterexample
+  to its converse).
 - :mod:`attnconv.proofs.sequence`: Chang et al. 2021 (relative biases and embeddings as convolution kernels,
   boundaries, buckets).
 - :mod:`attnconv.proofs.result`: :class:`~attnconv.proofs.result.ProofResult` and
@@ -10,7 +12,7 @@
 Most proofs take an argument that builds a false variant of the claim, which the proof must reject.
 """
 
-from . import image, sequence
+from . import image, rank, sequence
 from .result import ProofResult, verify_equal
 
-__all__ = ["ProofResult", "image", "sequence", "verify_equal"]
+__all__ = ["ProofResult", "image", "rank", "sequence", "verify_equal"]
