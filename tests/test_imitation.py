@@ -146,7 +146,7 @@ def test_imitation_figures_draw_from_records():
 
     matplotlib.use("Agg")
     from attnconv.figures.imitation import (plot_imitation_curves, plot_imitation_paths, plot_imitation_summary,
-                                            plot_init_comparison)
+                                            plot_init_comparison, plot_kernel_imitation)
 
     rec = {"setting": "s", "kernel_size": 3, "steps": [0, 1], "rel_error": [1.0, 0.1], "matched": [1.0, 0.2],
            "centers": [[[0.0, 0.0]] * 9, [[1.0, 1.0]] * 9], "wall_s": 1.0, "mass": [[0.1] * 9, [0.5] * 9]}
@@ -157,5 +157,7 @@ def test_imitation_figures_draw_from_records():
     with pytest.raises(ValueError, match="no records"):
         plot_imitation_curves([rec], ["other"])
     assert len(plot_imitation_summary(summarize([rec]), ["s"]).axes) == 2
+    kernels = {"target": [[0.0, 1.0, 0.0]] * 2, "kernels": [[[1 / 3] * 3] * 2, [[0.0, 1.0, 0.0]] * 2], "steps": [0, 5]}
+    assert len(plot_kernel_imitation(kernels).axes) == 2
     history = [{"epoch": 1, "test_acc": 0.2}, {"epoch": 2, "test_acc": 0.3}]
     assert len(plot_init_comparison({"grid": [history, history]}).axes) == 1

@@ -15,7 +15,8 @@ from matplotlib.figure import Figure
 
 from ..train.imitation import tap_shifts
 
-__all__ = ["plot_imitation_paths", "plot_imitation_curves", "plot_imitation_summary", "plot_init_comparison"]
+__all__ = ["plot_imitation_paths", "plot_imitation_curves", "plot_imitation_summary", "plot_init_comparison",
+           "plot_kernel_imitation"]
 
 
 def plot_imitation_paths(records: Sequence[dict[str, Any]], titles: Sequence[str], reach: float | None = None) -> Figure:
@@ -118,5 +119,25 @@ def plot_init_comparison(arms: dict[str, Sequence[Sequence[dict[str, Any]]]]) ->
     ax.set_ylabel("test accuracy (2,000 images)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_kernel_imitation(record: dict[str, Any]) -> Figure:
+    """The language analogue: each target lightweight-convolution kernel (bars) and the attention of the head matched
+    to it, at its first record (dotted) and its last (line), over the offsets δ = -k'..k'."""
+    target = np.array(record["target"])  # (N_h, 2k'+1)
+    first, last = np.array(record["kernels"][0]), np.array(record["kernels"][-1])
+    radius = (target.shape[1] - 1) // 2
+    offsets = np.arange(-radius, radius + 1)
+    fig, axes = plt.subplots(1, len(target), figsize=(2.6 * len(target), 2.6), sharey=True, squeeze=False)
+    for h, ax in enumerate(axes[0]):
+        ax.bar(offsets, target[h], color="lightgray", label="target kernel")
+        ax.plot(offsets, first[h], ":", color="tab:blue", label="attention at step 0")
+        ax.plot(offsets, last[h], "o-", color="tab:blue", ms=3, label=f"attention at step {record['steps'][-1]}")
+        ax.set_xlabel(r"offset $\delta$")
+        ax.set_title(f"head {h + 1}", fontsize=9)
+    axes[0, 0].set_ylabel("weight")
+    axes[0, 0].legend(fontsize=7)
     fig.tight_layout()
     return fig
