@@ -298,7 +298,8 @@ def test_numbering_headings_and_cross_references(readings, chapter):
         reading.headings, reading.boxes)
     assert not numbering_problems(reading.boxes, chapter_number(chapter)), numbering_problems(
         reading.boxes, chapter_number(chapter))
-    assert not chapter_reference_problems(reading.text, len(CHAPTERS))
+    assert not chapter_reference_problems(reading.prose, len(CHAPTERS)), chapter_reference_problems(
+        reading.prose, len(CHAPTERS))
     assert not unnumbered_references(reading.prose), f"{chapter}: {unnumbered_references(reading.prose)}"
     assert not sidebar_problems(reading.sidebar, CHAPTERS), sidebar_problems(reading.sidebar, CHAPTERS)
 
