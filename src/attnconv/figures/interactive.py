@@ -244,5 +244,5 @@ def sentence_kernel_viewer(runs: dict) -> HeatmapViewer:
                                                 "head": list(range(1, maps.shape[2] + 1))},
                          ["offset δ = key − query; each row is one token's kernel"],
                          title="Each token's kernel over offsets δ: pick a model, a layer and a head",
-                         cell=11, row_labels=first["tokens"],
+                         cell=9, row_labels=first["tokens"],
                          col_labels=[str(d) if d % 4 == 0 else "" for d in offsets])
