@@ -194,3 +194,22 @@ def test_sentence_kernel_viewer_keeps_every_head_and_token():
         sentence_kernel_viewer({"one": record, "two": {**record, "tokens": ["x", "y", "z"]}})
     with pytest.raises(ValueError, match="row_labels"):
         HeatmapViewer(np.ones((2, 1, 3, 3)), {"a": [0, 1]}, ["p"], row_labels=["x"])
+
+
+def test_exercise_checks_print_no_autograd_warning():
+    """A chapter's ✔ line must not come with a UserWarning about float() of a tensor that requires grad."""
+    import warnings
+
+    from attnconv.course.exercises import EXERCISES, verify
+
+    x = torch.randn(1, 4, 4, 3, dtype=torch.float64)
+    pointwise = torch.nn.Conv2d(3, 5, 1, dtype=torch.float64)
+    as_matmul = x @ pointwise.weight[:, :, 0, 0].T + pointwise.bias  # requires grad, as a reader's answer does
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        verify("ex-01-one-by-one", as_matmul=as_matmul, x=x, pointwise=pointwise)
+    assert not [w for w in caught if issubclass(w.category, UserWarning)], [str(w.message) for w in caught]
+    with warnings.catch_warnings(record=True) as caught:  # the same check run outside verify does warn
+        warnings.simplefilter("always")
+        assert EXERCISES["ex-01-one-by-one"].check(as_matmul=as_matmul, x=x, pointwise=pointwise).passed
+    assert any("requires_grad" in str(w.message) for w in caught)
