@@ -27,13 +27,14 @@ def plot_fixed_kernels(kernels: np.ndarray, offsets: Sequence[int], title: str =
     for layer, ax in enumerate(axes[0]):
         im = ax.imshow(kernels[layer], aspect="auto", cmap="viridis", vmin=0,
                        extent=(offsets[0] - 0.5, offsets[-1] + 0.5, kernels.shape[1] - 0.5, -0.5))
-        ax.set_title(f"layer {layer + 1}", fontsize=9)
-        ax.set_xlabel("offset δ = key − query")
-        ax.set_yticks(range(kernels.shape[1]))
-    axes[0, 0].set_ylabel("head")
+        ax.set_title(f"layer {layer + 1}", fontsize=12)
+        ax.set_xlabel("offset δ = key − query", fontsize=11)
+        ax.set_yticks(range(kernels.shape[1]), [str(h + 1) for h in range(kernels.shape[1])])
+        ax.tick_params(labelsize=10)
+    axes[0, 0].set_ylabel("head", fontsize=11)
     fig.colorbar(im, ax=axes[0].tolist(), fraction=0.02, label="kernel weight")
     if title:
-        fig.suptitle(title, fontsize=10, y=1.04)
+        fig.suptitle(title, fontsize=12, y=1.06)
     return fig
 
 
