@@ -21,6 +21,7 @@ import pytest
 from .conftest import HTML
 
 CHAPTERS = sorted(str(p.relative_to(HTML)) for p in (HTML / "notebooks").glob("[0-9][0-9]_*.html"))
+PAGES = CHAPTERS + sorted(str(p.relative_to(HTML)) for p in (HTML / "book").glob("*.html"))
 # The chapters whose dead widgets became viewers, and the one that explores the committed vision runs.
 VIEWER_CHAPTERS = ("02_", "03_", "05_", "06_")
 
@@ -119,7 +120,7 @@ def test_checks_catch_the_defects():
 
 
 @pytest.mark.book
-@pytest.mark.parametrize("page_path", CHAPTERS)
+@pytest.mark.parametrize("page_path", PAGES)
 def test_outputs_are_quiet_and_rendered(page_path):
     page_html = (HTML / page_path).read_text(encoding="utf-8")
     noise = output_noise(page_html)
