@@ -69,6 +69,7 @@ class Reading:
     solutions: list[str] = field(default_factory=list)  # problems with folded solution code
     solution_cells: int = 0
     wide_math: list[dict] = field(default_factory=list)
+    page_width: int = 0  # the document's scroll width: wider than the window means the page scrolls sideways
     admonitions: list[str] = field(default_factory=list)
     external: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
@@ -167,6 +168,7 @@ def read_chapter(browser, site: str, chapter: str, width: int) -> Reading:
         reading.headings = page.evaluate(_HEADINGS_JS)
         reading.sidebar = page.evaluate(_SIDEBAR_JS)
         reading.wide_math = page.evaluate(_MATH_JS)
+        reading.page_width = page.evaluate("() => document.documentElement.scrollWidth")
         reading.admonitions = page.eval_on_selector_all(
             "article .admonition > .admonition-title", "els => els.map(e => e.innerText.trim())")
         reading.toggles = _check_toggles(page, width)
@@ -327,6 +329,15 @@ def test_solution_code_hidden_until_clicked(readings, chapter):
 def test_long_equations_scroll_with_a_cue(readings, chapter, width):
     for box in readings[(chapter, width)].wide_math:
         assert box["overflow"] in ("auto", "scroll") and box["cue"], f"{chapter} at {width}px: {box}"
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_page_does_not_scroll_sideways(readings, chapter, width):
+    """Wide content (equations, tables, code, long literals) scrolls in its own box; the page keeps its width."""
+    assert readings[(chapter, width)].page_width <= width, (
+        f"{chapter} at {width}px is {readings[(chapter, width)].page_width}px wide")
 
 
 @pytest.mark.book
