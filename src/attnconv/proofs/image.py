@@ -86,7 +86,7 @@ def quadratic_identity(center_coefficient: int = -2) -> ProofResult:
                         - (delta[a] - center[a]) ** 2 + center[a] ** 2)
     residual = (-alpha * sp.Sum(summand, (a, 1, d))).doit()
     return ProofResult(
-        "quadratic identity (Lemma 2)",
+        "quadratic identity (Lemma 2 of the paper)",
         f"v·r_δ = -α(‖δ-Δ‖² - ‖Δ‖²) with r_δ = (‖δ‖², δ), v = -α(1, {center_coefficient}Δ), in d dimensions",
         residual,
         scope="general", variables=("d", "α", "δ", "Δ"),
@@ -207,7 +207,7 @@ def lemma1_block_identity(attention: Callable[[sp.Expr, sp.Expr, sp.Expr], sp.Ex
                         scope="general", variables=("N", "N_h", "D_h", "D_out"))
     head = _head_is_shift(attention)
     return combine(
-        "Lemma 1 (heads concatenated = sum of shifted products)",
+        "Lemma 1 of the paper (heads concatenated = sum of shifted products)",
         "concat_h[A^(h) X W_val^(h)] W_out = Σ_h shift_Δh(X) W_val^(h) W_out^(h) for every N_h, N, D_in, D_h, D_out",
         [head, single, base, step], scope="induction", variables=("N_h", "N", "D_in", "D_h", "D_out"),
     )
@@ -256,7 +256,7 @@ def theorem1(integer_centers: bool = True, sign: int = -1, padded: bool = True) 
     if not padded:
         residual = residual + _unpadded_boundary_residual()
     return ProofResult(
-        "Theorem 1 (2-D): MHSA with K² quadratic heads = K×K convolution",
+        "Theorem 1 of the paper (2-D): MHSA with K² quadratic heads = K×K convolution",
         "α→∞, integer centres, zero padding then crop, D_h ≥ rank W_Δ: MHSA(X)_q = Σ_Δ X_{q+Δ} W_Δ",
         residual, scope="general",
         variables=("H", "W", "K", "D_in", "D_out", "q"),
