@@ -378,3 +378,22 @@ def test_no_doubled_reference_words_on_any_page():
         if doubled_words(text):
             found[str(page.relative_to(HTML))] = doubled_words(text)
     assert not found, found
+
+
+BOOK_PAGES = sorted(str(p.relative_to(HTML)) for p in (HTML / "book").glob("*.html"))
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("page_path", BOOK_PAGES)
+def test_reference_pages_do_not_scroll_sideways(browser, site, page_path, width):
+    """The intro and reference pages (long API signatures, dotted type names) keep the window's width too."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    try:
+        page = context.new_page()
+        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(site) else r.abort())
+        page.goto(f"{site}/{page_path}", wait_until="load")
+        page.wait_for_timeout(500)
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= width, f"{page_path} at {width}px"
+    finally:
+        context.close()
