@@ -12,6 +12,7 @@ from typing import Any, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import LogLocator, NullFormatter, PercentFormatter
 
 from ..train.imitation import tap_shifts
 
@@ -94,6 +95,9 @@ def plot_imitation_summary(summary: dict[str, dict[str, Any]], settings: Sequenc
     dist_ax.set_xlabel("matched-tap distance at the end (cells)")
     err_ax.set_xlabel("relative error at the end")
     err_ax.set_xscale("log")
+    err_ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    err_ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    err_ax.xaxis.set_minor_formatter(NullFormatter())
     for ax in (dist_ax, err_ax):
         ax.grid(alpha=0.3)
     fig.tight_layout()
