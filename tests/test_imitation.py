@@ -161,3 +161,20 @@ def test_imitation_figures_draw_from_records():
     assert len(plot_kernel_imitation(kernels).axes) == 2
     history = [{"epoch": 1, "test_acc": 0.2}, {"epoch": 2, "test_acc": 0.3}]
     assert len(plot_init_comparison({"grid": [history, history]}).axes) == 1
+
+
+def test_quick_sweep_writes_its_records_and_restores_the_thread_count(tmp_path, monkeypatch):
+    import json
+
+    from attnconv.train.imitation_sweep import QUICK_SETTINGS, run_sweep
+
+    monkeypatch.setenv("ATTNCONV_DATA", str(tmp_path / "nothing"))  # no CIFAR-10: the generated stand-in
+    threads = torch.get_num_threads()
+    result = run_sweep(tmp_path / "out", quick=True)
+    assert torch.get_num_threads() == threads
+    assert [r["setting"] for r in result["records"]] == list(QUICK_SETTINGS)
+    assert all(r["rel_error"][-1] < r["rel_error"][0] for r in result["records"])
+    prov = json.loads((tmp_path / "out" / "provenance.json").read_text())
+    assert prov["quick"] is True and "dirty" in prov and not (tmp_path / "out" / "records.partial.jsonl").exists()
+    with pytest.raises(ValueError, match="settings must be among"):
+        run_sweep(None, settings=("no such setting",))
