@@ -4,7 +4,7 @@ Each example becomes the set of its lower-cased words (for a sentence pair, the 
 own namespace, plus the share of the hypothesis's words found in the premise). A linear layer on those binary
 features is trained to convergence with L-BFGS and an L2 penalty λ, chosen from a few values on a 10% slice of
 the training examples and then refitted on all of them. The splits are those of fine-tuning
-(:func:`attnconv.data.tasks.load_task` with the same split seed, and the same subset of ``train_examples``).
+(``attnconv.data.tasks.load_task`` with the same split seed, and the same subset of ``train_examples``).
 
     python -m attnconv.train.bow --out results/bow-baseline
 """
@@ -39,7 +39,7 @@ def words(text: str) -> list[str]:
 class BagOfWords:
     """Binary word features over the vocabulary of the training examples (words seen at least ``min_count`` times).
 
-    :meth:`encode` returns ``(ids, offsets, extra)`` for ``nn.EmbeddingBag``: the feature ids of all examples
+    ``encode`` returns ``(ids, offsets, extra)`` for ``nn.EmbeddingBag``: the feature ids of all examples
     concatenated, where each example starts, and ``(N, 1)`` overlap shares for pairs (``(N, 0)`` otherwise).
     """
 
@@ -69,7 +69,7 @@ class BagOfWords:
 
 
 class _Linear(nn.Module):
-    """Logits ``(N, classes)`` = Σ_{words} W_word + V · extra + b, from the :meth:`BagOfWords.encode` triple."""
+    """Logits ``(N, classes)`` = Σ_{words} W_word + V · extra + b, from the ``BagOfWords.encode`` triple."""
 
     def __init__(self, vocab: int, extra: int, classes: int) -> None:
         super().__init__()

@@ -112,8 +112,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def run_sweep(out_dir: str | os.PathLike | None, quick: bool = False, seeds: int = 3,
               settings: tuple[str, ...] | None = None, language: bool | None = None,
               steps: int | None = None) -> dict[str, Any]:
-    """Run the settings (default: all and the language analogue, or :data:`QUICK_SETTINGS` with ``quick``), one run
-    per seed. Naming ``settings`` runs the language analogue only when :data:`LANGUAGE` is among them.
+    """Run the settings (default: all and the language analogue, or ``QUICK_SETTINGS`` with ``quick``), one run
+    per seed. Naming ``settings`` runs the language analogue only when ``LANGUAGE`` is among them.
 
     ``quick`` shortens every run (600 steps, one seed, 8 x 8 crops from 2,000 images) so the book can rerun it
     in seconds; otherwise each run takes ``steps`` Adam steps (default 3,000) on 12 x 12 crops. Runs use one
