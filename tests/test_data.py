@@ -79,3 +79,19 @@ def test_bad_split():
 
 def test_class_list_is_the_official_order():
     assert CIFAR10_CLASSES == tuple(sorted(CIFAR10_CLASSES)) and len(CIFAR10_CLASSES) == 10
+
+
+def test_display_path_hides_the_machine_layout(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from attnconv.data.paths import display_path
+
+    data = tmp_path / "somewhere" / "data"
+    (data / "cifar10-jpeg").mkdir(parents=True)
+    monkeypatch.setenv("ATTNCONV_DATA", str(data))
+    monkeypatch.setenv("ATTNCONV_CACHE", str(tmp_path / "cache"))
+    assert display_path(data / "cifar10-jpeg") == "$ATTNCONV_DATA/cifar10-jpeg"
+    assert display_path(data) == "$ATTNCONV_DATA"
+    assert display_path(tmp_path / "cache" / "x.tar.gz") == "<cache>/x.tar.gz"
+    assert display_path(Path.home() / "notes") == "~/notes"
+    assert str(tmp_path) not in display_path(data / "nltk")

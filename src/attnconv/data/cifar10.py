@@ -24,7 +24,7 @@ from PIL import Image
 from .cache import load_arrays, save_arrays
 from .cifar10_files import (CIFAR10_CLASSES, CIFAR10_URL, FolderFiles, ZipFiles, check_arrays, read_image_files,
                             read_official_archive, read_official_folder)
-from .paths import CACHE_ENV_VAR, data_root, default_cache_dir
+from .paths import CACHE_ENV_VAR, data_root, default_cache_dir, display_path
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ def load_cifar10(
         arrays, meta = cached
         check_arrays(arrays, expected_sizes, copy.description)
     tensors = {k: torch.from_numpy(v) for k, v in arrays.items()}
-    return CIFAR10(**tensors, origin=meta["origin"], source=meta["source"])
+    return CIFAR10(**tensors, origin=meta["origin"], source=copy.description)  # not the cached text: paths move
 
 
 def _find(cache: Path, download: bool, md5: str | None) -> _Copy:
@@ -217,7 +217,7 @@ def _find(cache: Path, download: bool, md5: str | None) -> _Copy:
         zips = [root / "cifar10-jpeg" / f"{split}.zip" for split in ("train", "test")]
         present = [z.is_file() for z in zips]
         if all(present):
-            return _Copy("image-zips", tuple(zips), f"{zips[0].parent}/{{train,test}}.zip (ATTNCONV_DATA)")
+            return _Copy("image-zips", tuple(zips), f"{display_path(zips[0].parent)}/{{train,test}}.zip")
         if any(present):
             missing = zips[present.index(False)]
             raise FileNotFoundError(f"{missing} is missing next to {zips[present.index(True)]}; both are needed")

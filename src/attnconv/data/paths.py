@@ -26,6 +26,28 @@ def data_root() -> Path | None:
     return root
 
 
+def display_path(path: str | os.PathLike) -> str:
+    """``path`` as a reader may see it: under ``$ATTNCONV_DATA`` or the cache folder it is written relative to
+    that folder (``$ATTNCONV_DATA/cifar10-jpeg``), under the home folder as ``~/...``; no machine's layout leaks
+    into a printed description or a committed record."""
+    path = Path(path).expanduser()
+    roots = []
+    try:
+        root = data_root()
+    except FileNotFoundError:
+        root = None
+    if root is not None:
+        roots.append((root, f"${ENV_VAR}"))
+    roots += [(default_cache_dir(), "<cache>"), (Path.home(), "~")]
+    for base, name in roots:
+        try:
+            rel = path.resolve().relative_to(base.resolve())
+        except (ValueError, OSError):
+            continue
+        return name if str(rel) == "." else f"{name}/{rel.as_posix()}"
+    return str(path)
+
+
 def default_cache_dir() -> Path:
     """Where downloads and decoded arrays are kept: ``$ATTNCONV_CACHE``, else the user cache folder."""
     value = os.environ.get(CACHE_ENV_VAR, "").strip()

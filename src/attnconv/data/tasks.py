@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .corpus import DOWNLOAD_HINT, corpora_dir
+from .paths import display_path
 
 __all__ = ["TASKS", "TaskData", "TextExample", "load_task"]
 
@@ -92,7 +93,7 @@ def _sentence_task(name: str, folder: Path, seed: int, test_fraction: float) -> 
     test = tuple(examples[i] for i in np.sort(order[:n_test]))
     train = tuple(examples[i] for i in np.sort(order[n_test:]))
     return TaskData(name, train, test, label_names,
-                    f"{corpus}.zip from {folder}: {len(examples):,} sentences, seeded ({seed}) split "
+                    f"{corpus}.zip from {display_path(folder)}: {len(examples):,} sentences, seeded ({seed}) split "
                     f"{len(train):,} train / {len(test):,} test")
 
 
@@ -122,7 +123,7 @@ def _rte(folder: Path) -> TaskData:
     if not train or not test:
         raise RuntimeError(f"rte.zip in {folder} holds no labelled pairs in its dev or test files")
     return TaskData("rte", tuple(train), tuple(test), ("not_entailment", "entailment"),
-                    f"rte.zip from {folder}: RTE 1-3 dev sets ({len(train):,} pairs) train, test sets "
+                    f"rte.zip from {display_path(folder)}: RTE 1-3 dev sets ({len(train):,} pairs) train, test sets "
                     f"({len(test):,} pairs) evaluate")
 
 
