@@ -30,11 +30,11 @@ from ..data.tasks import TaskData, load_task
 from ..data.tokenizer import special_ids
 from ..models.bert import BertClassifier
 from .bert_config import FinetuneConfig
-from .bert_pretrain import adamw, load_pretrained
+from .bert_pretrain import adamw, clipped_step, load_pretrained
 from .checkpoint import load_checkpoint, save_checkpoint, write_json
 from .distributed import init_distributed
 from .provenance import provenance
-from .runs import (FINAL_FILE, METRICS_FILE, PROVENANCE_FILE, bf16_autocast, check_finite_loss, check_resumable,
+from .runs import (FINAL_FILE, METRICS_FILE, PROVENANCE_FILE, bf16_autocast, check_resumable,
                    config_to_dict, load_average, start_run, stream_seed, write_jsonl)
 from .schedule import set_lr, warmup_linear
 
@@ -149,12 +149,8 @@ def finetune_bert(config: FinetuneConfig, pretrained: str | os.PathLike, out_dir
                 with bf16_autocast(use_amp):
                     logits = model(batch.input_ids, batch.token_type_ids, batch.padding_mask).float()
                 loss = F.cross_entropy(logits, train_y[idx].to(device))
-                loss_value = float(loss.detach())
-                check_finite_loss(loss_value, f"seed {seed}, epoch {epoch + 1}, step {step + 1}", ckpt_path)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimizer.step()
+                loss_value = clipped_step(model, optimizer, loss, f"seed {seed}, epoch {epoch + 1}, step {step + 1}",
+                                          ckpt_path)
                 loss_sum += loss_value
                 if on_step is not None:
                     on_step(seed_index * total + step + 1)

@@ -61,6 +61,19 @@ def adamw(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW
                               {"params": plain, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.98), eps=1e-6)
 
 
+def clipped_step(model: nn.Module, optimizer: torch.optim.Optimizer, loss: torch.Tensor, where: str,
+                 checkpoint: Path) -> float:
+    """One BERT update: stop on a non-finite loss (before touching the weights), else backpropagate, clip the
+    gradient norm to 1 and step. Returns the loss as a float."""
+    loss_value = float(loss.detach())
+    check_finite_loss(loss_value, where, checkpoint)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss_value
+
+
 @dataclass
 class PretrainData:
     """The tokenizer and the examples of a pretraining run."""
@@ -171,12 +184,7 @@ def pretrain_bert(config: PretrainConfig, out_dir: str | os.PathLike, *, resume:
         set_lr(optimizer, lr)
         with bf16_autocast(use_amp):
             loss, _ = model.loss(batch.input_ids, batch.token_type_ids, batch.padding_mask, batch.labels)
-        loss_value = float(loss.detach())
-        check_finite_loss(loss_value, f"step {step + 1}", ckpt_path)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        loss_value = clipped_step(model, optimizer, loss, f"step {step + 1}", ckpt_path)
         step += 1
         window_loss, window_steps = window_loss + loss_value, window_steps + 1
         window_tokens += int((~batch.padding_mask).sum())
