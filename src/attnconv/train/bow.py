@@ -25,7 +25,7 @@ from torch import Tensor, nn
 
 from ..data.tasks import TASKS, TextExample, load_task
 
-__all__ = ["BagOfWords", "bow_baseline", "fit_logistic", "words"]
+__all__ = ["BagOfWords", "BagOfWordsLinear", "bow_baseline", "fit_logistic", "words"]
 
 _WORD = re.compile(r"[a-z0-9']+|[^\sa-z0-9']")
 PENALTIES = (1e-4, 1e-3, 1e-2, 1e-1)
@@ -68,7 +68,7 @@ class BagOfWords:
         return torch.tensor(ids, dtype=torch.long), torch.tensor(offsets, dtype=torch.long), extra_t
 
 
-class _Linear(nn.Module):
+class BagOfWordsLinear(nn.Module):
     """Logits ``(N, classes)`` = Σ_{words} W_word + V · extra + b, from the ``BagOfWords.encode`` triple."""
 
     def __init__(self, vocab: int, extra: int, classes: int) -> None:
@@ -83,12 +83,12 @@ class _Linear(nn.Module):
 
 
 def fit_logistic(data: tuple[Tensor, Tensor, Tensor], labels: Tensor, vocab: int, classes: int,
-                 penalty: float, iterations: int = 200) -> _Linear:
+                 penalty: float, iterations: int = 200) -> BagOfWordsLinear:
     """Minimise mean cross-entropy + λ/2 ‖W‖² (no penalty on the bias) with full-batch L-BFGS."""
     if not penalty >= 0:
         raise ValueError(f"penalty must be >= 0, got {penalty!r}")
     torch.manual_seed(0)
-    model = _Linear(vocab, data[2].shape[1], classes)
+    model = BagOfWordsLinear(vocab, data[2].shape[1], classes)
     opt = torch.optim.LBFGS(model.parameters(), lr=1.0, max_iter=iterations, history_size=20,
                             line_search_fn="strong_wolfe", tolerance_grad=1e-6, tolerance_change=1e-9)
 
@@ -103,7 +103,7 @@ def fit_logistic(data: tuple[Tensor, Tensor, Tensor], labels: Tensor, vocab: int
     return model
 
 
-def _accuracy(model: _Linear, data: tuple[Tensor, Tensor, Tensor], labels: Tensor) -> float:
+def _accuracy(model: BagOfWordsLinear, data: tuple[Tensor, Tensor, Tensor], labels: Tensor) -> float:
     with torch.no_grad():
         return float((model(*data).argmax(1) == labels).float().mean())
 
