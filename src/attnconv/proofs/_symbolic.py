@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import sympy as sp
 
 __all__ = ["alpha", "pull_sums", "reindex", "sum_simplify", "hard_limits", "axis_hard_attention"]
@@ -92,3 +94,15 @@ def axis_hard_attention(key: sp.Expr, target: sp.Expr, sign: int = -1, ties: int
     nearest, other = hard_limits(sign, ties)
     hits = sum(sp.KroneckerDelta(key, target + t) for t in range(ties))
     return nearest * hits + other * (1 - hits)
+
+
+def minors_above_rank(matrix: sp.Matrix, rank: int) -> sp.Matrix:
+    """Every (rank + 1) x (rank + 1) minor of ``matrix``, as a column (a single 0 when there is none).
+
+    They all vanish identically exactly when ``matrix`` has rank ≤ ``rank`` for every value of its symbols.
+    """
+    rows, cols = matrix.shape
+    minors = [matrix.extract(list(r), list(c)).det()
+              for r in itertools.combinations(range(rows), rank + 1)
+              for c in itertools.combinations(range(cols), rank + 1)]
+    return sp.Matrix(minors) if minors else sp.zeros(1, 1)

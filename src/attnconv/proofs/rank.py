@@ -6,10 +6,9 @@ Re-exported by :mod:`attnconv.proofs.image`, where Theorem 1 uses the rank condi
 
 from __future__ import annotations
 
-import itertools
-
 import sympy as sp
 
+from ._symbolic import minors_above_rank
 from .result import ProofResult, verify_equal
 
 __all__ = ["rank_condition", "rank_counterexample", "rank_bound"]
@@ -75,11 +74,7 @@ def rank_bound(d_in: int = 3, d_h: int = 1, d_out: int = 3, claimed_rank: int | 
     k = d_h if claimed_rank is None else claimed_rank
     w_val = sp.Matrix(d_in, d_h, lambda i, j: sp.Symbol(f"v_{i}{j}"))
     w_out = sp.Matrix(d_h, d_out, lambda i, j: sp.Symbol(f"o_{i}{j}"))
-    product = w_val * w_out
-    minors = [product.extract(list(rows), list(cols)).det()
-              for rows in itertools.combinations(range(d_in), k + 1)
-              for cols in itertools.combinations(range(d_out), k + 1)]
-    residual = sp.Matrix(minors) if minors else sp.zeros(1, 1)
+    residual = minors_above_rank(w_val * w_out, k)
     return verify_equal(
         f"rank bound (D_in={d_in}, D_h={d_h}, D_out={d_out}, rank ≤ {k})",
         f"all ({k + 1})-minors of W_val W_out vanish, so rank W_Δ ≤ {k}",

@@ -20,7 +20,7 @@ import sympy as sp
 import torch
 
 from ..positional.sequence import relative_position_bucket
-from ._symbolic import reindex, sum_simplify
+from ._symbolic import minors_above_rank, reindex, sum_simplify
 from .result import ProofResult, verify_equal
 
 __all__ = [
@@ -168,10 +168,7 @@ def dynamic_kernel_rank(embed_dim: int = 3, head_dim: int = 1, max_distance: int
     c, d, k = embed_dim, head_dim, max_distance
     r = d if claimed_rank is None else claimed_rank
     w_d = _matrix(c, d, "W^Q") * _matrix(2 * k + 1, d, "a").T / sp.sqrt(d)
-    minors = [w_d.extract(list(rows), list(cols)).det()
-              for rows in itertools.combinations(range(c), r + 1)
-              for cols in itertools.combinations(range(2 * k + 1), r + 1)]
-    residual = sp.Matrix(minors) if minors else sp.zeros(1, 1)
+    residual = minors_above_rank(w_d, r)
     return verify_equal(
         f"rank W^D ≤ {r} (C={c}, D_h={d}, k={k})",
         f"all ({r + 1})-minors of W^D = W^Q A^T/√D_h vanish, so rank W^D ≤ {r}",
