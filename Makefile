@@ -44,7 +44,17 @@ $(VENDOR)/.complete: $(STAMP)
 browser: $(STAMP)
 	$(BIN)/python -m tests.book.browser --install
 
+# The execution cache is keyed on each notebook's code, not on the data it reads. When the data a build would find
+# ($$ATTNCONV_DATA, the cache folder) differs from the last build's, the cached outputs are thrown away so that
+# every chapter runs again on what is there now.
+DATA_STAMP := _build/.data-fingerprint
+
 book: $(STAMP) $(VENDOR)/.complete
+	@mkdir -p _build
+	@$(BIN)/python -m attnconv.data.fetch --fingerprint > $(DATA_STAMP).new
+	@cmp -s $(DATA_STAMP).new $(DATA_STAMP) || { echo "data changed since the last build: re-executing every chapter"; \
+	  rm -rf _build/.jupyter_cache; }
+	@mv $(DATA_STAMP).new $(DATA_STAMP)
 	$(BIN)/jupyter-book build -W -n --keep-going .
 
 test: test-lib test-notebooks test-course test-book

@@ -58,10 +58,13 @@ def test_wrong_layout_is_a_clear_error(tiny_cifar):
         example_image(0)
 
 
-def test_generated_when_no_data(monkeypatch):
+def test_generated_when_no_data(monkeypatch, tmp_path):
     monkeypatch.delenv("ATTNCONV_DATA", raising=False)
+    monkeypatch.setenv("ATTNCONV_CACHE", str(tmp_path / "empty-cache"))
     image = example_image(5)
     assert not image.is_real and "generated" in image.source
+    assert image.source.startswith("a generated 32x32 image, as stand-in data:") and "stand-in results" in image.source
+    assert image.source.count("CIFAR-10") == 2, "one sentence: what is missing, and that results are not its own"
     assert torch.equal(image.pixels, example_image(5).pixels), "the fallback must be deterministic"
     assert not torch.equal(image.pixels, example_image(6).pixels)
 
@@ -95,3 +98,40 @@ def test_display_path_hides_the_machine_layout(tmp_path, monkeypatch):
     assert display_path(tmp_path / "cache" / "x.tar.gz") == "<cache>/x.tar.gz"
     assert display_path(Path.home() / "notes") == "~/notes"
     assert str(tmp_path) not in display_path(data / "nltk")
+
+
+def test_reads_the_official_copy_when_no_jpeg_zip(monkeypatch, tmp_path):
+    """An official extracted folder (what the fetch module's archive becomes) gives real images, by class."""
+    from tests.cifar_fixtures import tiny_arrays, write_official_folder
+
+    arrays = tiny_arrays(n_train=20, n_test=10)
+    arrays["test_labels"] = np.array([3, 0, 3, 1, 0, 2, 2, 1, 9, 9], dtype=np.int64)
+    write_official_folder(tmp_path / "data", arrays)
+    monkeypatch.setenv("ATTNCONV_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("ATTNCONV_CACHE", str(tmp_path / "cache"))
+    first, third = example_image(0), example_image(2)
+    assert first.is_real and first.label == CIFAR10_CLASSES[0] and "CIFAR-10 test image 0" in first.source
+    assert torch.equal(first.pixels, torch.from_numpy(arrays["test_images"][1]))  # the first image of class 0
+    assert third.label == CIFAR10_CLASSES[1] and torch.equal(third.pixels, torch.from_numpy(arrays["test_images"][3]))
+    with pytest.raises(ValueError, match=r"index must be in \[0, 10\)"):
+        example_image(10)
+
+
+def test_fetch_key_and_fingerprint(monkeypatch, tmp_path):
+    from attnconv.data import fetch
+
+    key = fetch.checksum_key()
+    assert len(key) == 20 and key == fetch.checksum_key()
+    monkeypatch.setitem(fetch.NLTK_ZIPS, "rte", "0" * 32)
+    assert fetch.checksum_key() != key, "a changed checksum must change the cache key"
+    monkeypatch.setenv("ATTNCONV_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("ATTNCONV_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "data").mkdir()
+    assert fetch.data_fingerprint() == "none"
+    (tmp_path / "data" / "cifar10-jpeg").mkdir()
+    (tmp_path / "data" / "cifar10-jpeg" / "test.zip").write_bytes(b"x" * 7)
+    (tmp_path / "data" / "notes.txt").write_text("not data")
+    assert fetch.data_fingerprint() == "data/cifar10-jpeg/test.zip 7"
+    (tmp_path / "cache" / "nltk" / "corpora").mkdir(parents=True)
+    (tmp_path / "cache" / "nltk" / "corpora" / "rte.zip").write_bytes(b"y" * 3)
+    assert fetch.data_fingerprint().splitlines() == ["cache/nltk/corpora/rte.zip 3", "data/cifar10-jpeg/test.zip 7"]

@@ -62,9 +62,12 @@ def generated_image(size: int = 32, seed: int = 0) -> torch.Tensor:
 
 
 def example_image(index: int = 0, split: str = "test") -> ExampleImage:
-    """Image number ``index`` of a CIFAR-10 split when a local copy exists, else a generated image.
+    """Image number ``index`` of a CIFAR-10 split when a local copy exists, else a generated stand-in.
 
-    Images are ordered by class, then by file name, so ``index`` is stable across machines.
+    The copy is ``$ATTNCONV_DATA/cifar10-jpeg/<split>.zip`` when it exists, else an official archive (or its
+    extracted folder) that :func:`load_cifar10` finds without downloading: in ``$ATTNCONV_DATA`` or the cache
+    folder, where ``python -m attnconv.data.fetch`` puts it. Images are ordered by class, then by their place in
+    the copy, so ``index`` is stable across machines for one kind of copy.
 
     Raises:
         ValueError: ``split`` is not ``"train"`` or ``"test"``, or ``index`` is out of range.
@@ -75,8 +78,7 @@ def example_image(index: int = 0, split: str = "test") -> ExampleImage:
     root = data_root()
     archive = None if root is None else root / "cifar10-jpeg" / f"{split}.zip"
     if archive is None or not archive.is_file():
-        return ExampleImage(generated_image(seed=index), "generated",
-                            "a generated 32x32 image (no local CIFAR-10 found: set ATTNCONV_DATA to use real data)")
+        return _example_from_arrays(index, split)
     try:
         with zipfile.ZipFile(archive) as zf:
             names = sorted(n for n in zf.namelist() if n.lower().endswith((".jpg", ".jpeg", ".png")))
@@ -92,6 +94,28 @@ def example_image(index: int = 0, split: str = "test") -> ExampleImage:
             f"{archive}: expected {split}/<class>/NNNN.jpg holding 32x32 RGB images, found {name!r} of shape {pixels.shape}"
         )
     return ExampleImage(torch.from_numpy(pixels.copy()), label, f"CIFAR-10 {split} image {index} ({label}), from {archive.name}")
+
+
+def _example_from_arrays(index: int, split: str) -> ExampleImage:
+    """:func:`example_image` from an official copy that needs no download, else a generated stand-in."""
+    try:
+        data = load_cifar10(download=False, expected_sizes=None)
+    except FileNotFoundError:
+        return ExampleImage(generated_image(seed=index), "generated", stand_in_notice("a generated 32x32 image"))
+    images, labels = (data.train_images, data.train_labels) if split == "train" else (data.test_images, data.test_labels)
+    if not 0 <= index < len(images):
+        raise ValueError(f"index must be in [0, {len(images)}) for the {split} split, got {index}")
+    order = torch.sort(labels, stable=True).indices  # by class, then by place in the copy
+    label = CIFAR10_CLASSES[int(labels[order[index]])]
+    return ExampleImage(images[order[index]].clone(), label,
+                        f"CIFAR-10 {split} image {index} ({label}), from the {data.description}")
+
+
+def stand_in_notice(what: str) -> str:
+    """One sentence for a chapter to print where it falls back to stand-in data: what it uses instead, and how
+    to get the real data. Results printed after it are stand-in results, and the sentence says so."""
+    return (f"{what}, as stand-in data: no copy of CIFAR-10 was found (set ATTNCONV_DATA, or fetch it with "
+            f"python -m attnconv.data.fetch). Results below are stand-in results, not CIFAR-10's.")
 
 
 # --- The full data set: train and test arrays from whichever copy is found first -------------------------------
