@@ -88,7 +88,7 @@ def plot_theorem1_heads(alpha: float, kernel: Tensor, window: int = 7) -> Figure
         ax.set_title(f"head Δ = ({dy}, {dx})", fontsize=11)
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.colorbar(im, cax=fig.add_subplot(heads[:, k + 1])).set_label("attention $A^{(h)}_{q,k}$", fontsize=11)
+    fig.colorbar(im, cax=fig.add_subplot(heads[:, k + 1])).set_label("attention $A^{(h)}_{q,j}$", fontsize=11)
     kernels = bottom.subgridspec(1, 4, width_ratios=[1, 0.15, 1, 0.06], wspace=0.12)
     vmax = float(w.abs().max())
     for col, (data, name) in zip((0, 2), ((effective, r"layer: $\sum_h w_{\Delta^{(h)}} A^{(h)}_{q,q+\delta}$"),

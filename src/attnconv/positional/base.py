@@ -3,9 +3,9 @@
 Attention logits are a content term plus a position term (the Transformer-XL decomposition used by
 Cordonnier et al. 2020, eq. 8, and by Chang et al. 2021):
 
-    A_{q,k} = X_q W_qry W_key^T X_k^T / sqrt(D_h)  +  P^(h)_{q,k},
+    A_{q,j} = X_q W_qry W_key^T X_j^T / sqrt(D_h)  +  P^(h)_{q,j},
 
-where P^(h) depends on the relative position δ = k - q (key minus query) and, for some encodings, on
+where P^(h) depends on the relative position δ = j - q (key minus query) and, for some encodings, on
 the query or key vectors too. A positional module computes P for every head.
 """
 

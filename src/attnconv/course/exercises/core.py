@@ -78,14 +78,15 @@ def exercises_for(chapter: str) -> list[Exercise]:
 
 
 def exercise_table(chapters: list[str] | None = None):
-    """A Markdown table of the exercises (chapter, label, kind, minutes, graded), for notebooks and the book."""
-    from IPython.display import Markdown
+    """A table of the exercises (chapter, label, kind, minutes, graded), for notebooks and the book.
 
-    rows = ["| chapter | exercise | kind | minutes | graded |", "|---|---|---|---|---|"]
-    for e in EXERCISES.values():
-        if chapters is None or e.chapter in chapters:
-            rows.append(f"| {e.chapter} | `{e.label}` | {e.kind} | {e.minutes} | {'yes' if e.graded else 'no'} |")
-    return Markdown("\n".join(rows))
+    Returns an :class:`attnconv.display.Table`, which every reader renders as a table (a Markdown pipe table
+    stays raw text where no table extension runs, as in the book's outputs)."""
+    from ...display import Table
+
+    rows = [[e.chapter, f"`{e.label}`", e.kind, e.minutes, "yes" if e.graded else "no"]
+            for e in EXERCISES.values() if chapters is None or e.chapter in chapters]
+    return Table(["chapter", "exercise", "kind", "minutes", "graded"], rows)
 
 
 def _run(label: str, values: Mapping[str, Any]) -> CheckResult:
