@@ -151,13 +151,14 @@ class FrameViewer(_Viewer):
             raise ValueError(f"dpi must be an int of at least 10, got {dpi!r}")
         import matplotlib.pyplot as plt
 
+        from .figures.legibility import png_bytes  # each frame says how large its smallest text is
+
         self.frames = []
         for setting in self.settings():
             fig = draw(**setting)
-            buf = io.BytesIO()
-            fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+            png = png_bytes(fig, dpi=dpi)
             plt.close(fig)
-            self.frames.append(base64.b64encode(buf.getvalue()).decode("ascii"))
+            self.frames.append(base64.b64encode(png).decode("ascii"))
 
     def _spec(self) -> dict[str, Any]:
         return {"frames": self.frames}

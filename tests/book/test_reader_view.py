@@ -76,6 +76,8 @@ NOISE = {
 }
 RAW = {
     "a markdown table rule": re.compile(r"\|\s*:?-{3,}:?\s*\|"),
+    "markdown table rows": re.compile(r"^\s*\|(?:[^|\n]*\|){2,}\s*$(?:\n\s*\|(?:[^|\n]*\|){2,}\s*$)+", re.M),
+    "a literal display-math delimiter": re.compile(r"\$\$"),
     "raw LaTeX math": re.compile(r"\$\\[a-zA-Z]"),
     "a raw LaTeX environment": re.compile(r"\\begin\{(matrix|pmatrix|bmatrix|array|aligned)\}"),
 }
@@ -114,7 +116,9 @@ def test_checks_catch_the_defects():
         assert output_noise(page), page
     raw = ['<div class="cell_output"><p>| a | b |\n|---|---|\n| 1 | 2 |</p></div>',
            '<div class="cell_output"><p>residual: $\\left[\\begin{matrix}0 &amp; 0\\0\\end{matrix}\\right]$</p></div>',
-           '<ul><li><p>\\alpha \\begin{matrix}x\\end{matrix}</p></li></ul>']
+           '<ul><li><p>\\alpha \\begin{matrix}x\\end{matrix}</p></li></ul>',
+           '<div class="cell_output"><pre>residual: $$ 0 $$</pre></div>',
+           '<p>| chapter | exercise |\n| 01 | shifts |\n| 02 | scale |</p>']
     for page in raw:
         assert raw_markup(page), page
 

@@ -41,6 +41,10 @@ __all__ = [
     "sentence_kernel_viewer", "theorem1_kernel", "theorem1_viewer",
 ]
 
+from . import legibility as _legibility
+
+_legibility.install()  # in a notebook, every figure's PNG carries its smallest text size (for the book's checks)
+
 if _find_spec(f"{__name__}.imitation") is not None:
     from . import imitation as _imitation
     from .imitation import *  # noqa: F401,F403

@@ -63,6 +63,7 @@
     cbar.putImageData(bar, 0, 0);
     if (spec.mark) {
       canvases.forEach(function (c) {
+        c.classList.add("av-clickable");
         c.addEventListener("click", function (ev) {
           var box = c.getBoundingClientRect();
           var rc = [Math.floor((ev.clientY - box.top) / box.height * c.height),

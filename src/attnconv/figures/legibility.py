@@ -1,0 +1,60 @@
+"""How large a figure's text is, carried in the PNG itself so that a page can be checked at its displayed size.
+
+A PNG keeps no font sizes, and a browser shows it scaled to its column. :func:`png_bytes` writes the figure with
+one ``tEXt`` entry, ``attnconv-min-text-px``: the size in image pixels of its smallest text (``fontsize`` in
+points times ``dpi / 72``). The page's test multiplies it by the displayed width over the image's own width and
+asks for at least 9 px. :func:`install` makes every figure a notebook shows go through :func:`png_bytes`.
+"""
+
+from __future__ import annotations
+
+import io
+
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+
+__all__ = ["MIN_TEXT_KEY", "install", "png_bytes", "smallest_text_px"]
+
+MIN_TEXT_KEY = "attnconv-min-text-px"
+
+
+def smallest_text_px(fig: Figure, dpi: float | None = None) -> float | None:
+    """The font size, in pixels of an image saved at ``dpi`` (default the figure's), of the figure's smallest
+    visible non-empty text; ``None`` when it has none."""
+    dpi = fig.dpi if dpi is None else dpi
+    sizes = [t.get_fontsize() for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text().strip() and t.get_alpha() != 0]
+    return min(sizes) * dpi / 72 if sizes else None
+
+
+def png_bytes(fig: Figure, dpi: float | None = None, **savefig_kwargs) -> bytes:
+    """``fig`` as PNG (``bbox_inches="tight"`` unless given), with its smallest text size in a ``tEXt`` entry."""
+    dpi = fig.dpi if dpi is None else dpi
+    size = smallest_text_px(fig, dpi)
+    metadata = dict(savefig_kwargs.pop("metadata", {}) or {})
+    if size is not None:
+        metadata[MIN_TEXT_KEY] = f"{size:.2f}"
+    savefig_kwargs.setdefault("bbox_inches", "tight")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, metadata=metadata, **savefig_kwargs)
+    return buf.getvalue()
+
+
+def install() -> bool:
+    """In an IPython kernel, show every matplotlib figure through :func:`png_bytes`. Returns whether it did.
+
+    matplotlib's inline backend registers its own PNG formatter when the backend module is first loaded, so that
+    module is loaded first and this one registered after it."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return False
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    plt.switch_backend(matplotlib.get_backend())  # loads the inline backend now, so it cannot override us later
+    shell.display_formatter.formatters["image/png"].for_type(Figure, png_bytes)
+    return True

@@ -1,0 +1,193 @@
+"""Every page of the built book, read at 1400 px and at 400 px as a reader would: no clipped maths, no figure
+without a numbered caption, no text under 9 px as shown, no console error, no crosshair that does nothing, and
+no prose that promises real data above stand-in output.
+
+``test_*_catches_*`` show each check failing on a crafted wrong page (and passing on a right one), so that a
+check that cannot fail is caught too.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import HTML
+from .reader_checks import (CAPTION_JS, CURSOR_JS, IMAGES_JS, MATH_JS, MIN_TEXT_PX, TEXT_JS, image_bytes,
+                            stand_in_claims, tiny_image_text)
+from .test_reader_view import _pieces
+
+PAGES = sorted(str(p.relative_to(HTML)) for p in HTML.rglob("*.html")
+               if p.parent.name in ("notebooks", "book") or p.parent == HTML and p.stem not in ("search", "genindex"))
+WIDTHS = (1400, 400)
+
+
+def _context(browser, width: int):
+    return browser.new_context(viewport={"width": width, "height": 900})
+
+
+def _collect_errors(page) -> list[str]:
+    errors: list[str] = []
+    page.on("pageerror", lambda err: errors.append(f"uncaught: {err}"))
+    page.on("console", lambda msg: msg.type == "error" and errors.append(f"console: {msg.text}"))
+    return errors
+
+
+def _set(page, body: str) -> None:
+    page.set_content(f"<html><body><article>{body}</article></body></html>")
+
+
+# ---- each check fails on a wrong page ----
+
+def test_math_check_catches_clipped_and_overflowing_maths(browser):
+    wide = '<mjx-math style="display:inline-block;width:700px;white-space:nowrap">x</mjx-math>'
+    cases = {
+        "clipped": (f'<div class="math" style="width:300px;overflow:hidden"><mjx-container display="true" '
+                    f'style="display:block">{wide}</mjx-container></div>', 1),
+        "off-screen": (f'<div class="math"><mjx-container display="true" style="display:block">{wide}'
+                       f'</mjx-container></div>', 1),
+        "scrolls": (f'<div class="math" style="width:300px"><mjx-container display="true" '
+                    f'style="display:block;overflow-x:auto">{wide}</mjx-container></div>', 0),
+        "fits": ('<div class="math"><mjx-container display="true" style="display:block"><mjx-math '
+                 'style="display:inline-block;width:100px">x</mjx-math></mjx-container></div>', 0),
+        "inline out of its line": (f'<p style="width:250px">text <mjx-container>{wide}</mjx-container></p>', 1),
+        "inline in its line": ('<p style="width:250px">text <mjx-container><mjx-math style="display:inline-block;'
+                               'width:50px">x</mjx-math></mjx-container></p>', 0),
+    }
+    context = _context(browser, 400)
+    page = context.new_page()
+    for name, (body, expected) in cases.items():
+        _set(page, body)
+        assert len(page.evaluate(MATH_JS)) == expected, (name, page.evaluate(MATH_JS))
+    context.close()
+
+
+def test_caption_check_catches_uncaptioned_figures(browser):
+    img = '<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" width="10" height="10">'
+    context = _context(browser, 1400)
+    page = context.new_page()
+    _set(page, img + '<div class="attnconv-viewer"><img class="av-frame"></div>')
+    assert len(page.evaluate(CAPTION_JS)) == 2, "a bare image and a bare viewer"
+    _set(page, f'<figure>{img}<figcaption><p><span class="caption-number">Fig. 2.1 </span>A map.</p></figcaption>'
+               '</figure><figure><div class="attnconv-viewer"><img class="av-frame"></div><figcaption><p>'
+               '<span class="caption-number">Fig. 2.2 </span>A viewer.</p></figcaption></figure>')
+    assert page.evaluate(CAPTION_JS) == []
+    _set(page, f'<figure>{img}<figcaption><p>no number</p></figcaption></figure>')
+    assert len(page.evaluate(CAPTION_JS)) == 1, "a caption without a number"
+    context.close()
+
+
+def test_text_check_catches_tiny_text(browser):
+    context = _context(browser, 400)
+    page = context.new_page()
+    _set(page, '<p>body text</p><div style="font-size:6px"><span>5</span></div>')
+    assert len(page.evaluate(TEXT_JS, MIN_TEXT_PX)) == 1
+    _set(page, '<p>body text</p><div style="font-size:12px"><span>5</span></div>')
+    assert page.evaluate(TEXT_JS, MIN_TEXT_PX) == []
+    context.close()
+
+
+def test_image_text_check_scales_each_figure_to_its_displayed_width():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attnconv.figures.legibility import png_bytes
+
+    def figure(size):
+        fig, ax = plt.subplots(figsize=(4, 3), dpi=100)
+        ax.set_title("title", fontsize=size)
+        ax.tick_params(labelsize=size)
+        data = png_bytes(fig)
+        plt.close(fig)
+        return data
+
+    small, large = figure(6), figure(12)  # 8.3 and 16.7 px in the image
+    read = {"s": small, "l": large}.get
+    assert len(tiny_image_text([{"src": "s", "natural": 400, "shown": 400}], read)) == 1
+    assert tiny_image_text([{"src": "l", "natural": 400, "shown": 400}], read) == []
+    assert len(tiny_image_text([{"src": "l", "natural": 800, "shown": 400}], read)) == 1, "shown at half size"
+
+
+def test_cursor_check_catches_dead_crosshairs(browser):
+    context = _context(browser, 1400)
+    page = context.new_page()
+    _set(page, '<canvas class="av-map" style="cursor:crosshair"></canvas>')
+    assert len(page.evaluate(CURSOR_JS)) == 1
+    _set(page, '<canvas class="av-map av-clickable" style="cursor:crosshair"></canvas><canvas class="av-map">'
+               '</canvas>')
+    assert page.evaluate(CURSOR_JS) == []
+    context.close()
+
+
+def test_console_check_catches_a_script_declared_twice(browser):
+    context = _context(browser, 1400)
+    page = context.new_page()
+    errors = _collect_errors(page)
+    page.set_content("<script>const THEBE_JS_URL = 1;</script><script>const THEBE_JS_URL = 2;</script>")
+    page.wait_for_timeout(100)
+    assert any("already been declared" in e for e in errors), errors
+    errors.clear()
+    page.set_content("<script>const A = 1;</script>")
+    page.wait_for_timeout(100)
+    assert errors == []
+    context.close()
+
+
+def test_stand_in_check_catches_claims_of_real_data():
+    stand_in = '<div class="cell_output"><pre>a generated 32x32 image, as stand-in data: no copy was found</pre></div>'
+    real = '<div class="cell_output"><pre>CIFAR-10 test image 3 (cat), from test.zip</pre></div>'
+    wrong = [f"<h2>On a real image</h2>{stand_in}",
+             f"<p>Here a small CNN is trained on CIFAR-10 for a few seconds.</p>{stand_in}",
+             f"<p>The sweep runs on the real images.</p>{stand_in}"]
+    for page in wrong:
+        assert stand_in_claims(page, _pieces), page
+    right = [f"<h2>On an image</h2><p>It is CIFAR-10's image 3 when a copy is present, else a stand-in.</p>{stand_in}",
+             f"<h2>On a real image</h2>{real}",
+             f"<p>The paper tests this on CIFAR-10.</p>{stand_in}"]
+    for page in right:
+        assert not stand_in_claims(page, _pieces), page
+
+
+# ---- the built book ----
+
+def _read(browser, site: str, page_path: str, width: int) -> dict[str, list[str]]:
+    context = _context(browser, width)
+    page = context.new_page()
+    errors = _collect_errors(page)
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith((site, "data:")) else r.abort())
+    page.goto(f"{site}/{page_path}", wait_until="load")
+    if page.evaluate("() => !!(window.MathJax && MathJax.startup && MathJax.startup.promise)"):
+        page.evaluate("() => MathJax.startup.promise")
+    page.wait_for_timeout(400)
+    found = {"maths": page.evaluate(MATH_JS), "captions": page.evaluate(CAPTION_JS),
+             "text": page.evaluate(TEXT_JS, MIN_TEXT_PX), "cursor": page.evaluate(CURSOR_JS)}
+    images = page.evaluate(IMAGES_JS)
+    frames = page.evaluate("""() => Array.from(document.querySelectorAll('article img.av-frame'))
+      .filter(i => i.getBoundingClientRect().width > 0)
+      .map(i => ({src: i.src, natural: i.naturalWidth, shown: i.getBoundingClientRect().width}))""")
+    found["image text"] = tiny_image_text(images + [f for f in frames if f not in images],
+                                          lambda src: image_bytes(src, HTML, site)) if width == WIDTHS[0] else []
+    found["console"] = list(errors)
+    context.close()
+    return found
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("page_path", PAGES)
+def test_page_reads_cleanly(browser, site, page_path, width):
+    found = _read(browser, site, page_path, width)
+    problems = {k: v for k, v in found.items() if v}
+    assert not problems, f"{page_path} at {width}px: {problems}"
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("page_path", PAGES)
+def test_no_stand_in_output_under_claims_of_real_data(page_path):
+    claims = stand_in_claims((HTML / page_path).read_text(encoding="utf-8"), _pieces)
+    assert not claims, f"{page_path}: {claims}"
+
+
+def test_pages_list_covers_the_reference_pages():
+    if (HTML / "index.html").is_file():
+        assert any(p.startswith("book/") for p in PAGES) and any(p.startswith("notebooks/") for p in PAGES)
