@@ -213,3 +213,21 @@ def test_exercise_checks_print_no_autograd_warning():
         warnings.simplefilter("always")
         assert EXERCISES["ex-01-one-by-one"].check(as_matmul=as_matmul, x=x, pointwise=pointwise).passed
     assert any("requires_grad" in str(w.message) for w in caught)
+
+
+def test_kernel_strip_prints_its_values_and_panels_take_their_own_labels():
+    import numpy as np
+
+    from attnconv.viewer import HeatmapViewer
+
+    strip = np.random.default_rng(0).random((2, 1, 5))
+    band = np.random.default_rng(1).random((2, 6, 6))
+    viewer = HeatmapViewer([strip, band], {"b": [0, 1]}, ["kernel", "band"],
+                           col_labels=[["-2", "-1", "0", "1", "2"], None], show_values=[0])
+    page = viewer._repr_html_()
+    assert page.count('class="av-cols av-vals" data-panel="0"') == 1 and "<span" in page
+    assert ">-2</span>" in page
+    with pytest.raises(ValueError, match="one-row panels"):
+        HeatmapViewer([strip, band], {"b": [0, 1]}, ["kernel", "band"], show_values=[1])
+    with pytest.raises(ValueError, match="col_labels"):
+        HeatmapViewer([strip, band], {"b": [0, 1]}, ["kernel", "band"], col_labels=[["a"] * 4, None])

@@ -40,11 +40,47 @@
     return box.querySelector(":scope > mjx-container") || box;
   }
 
+  // Inline maths cannot wrap (MathJax 3 breaks no lines): a formula longer than its line on a phone becomes its own
+  // small scroller, kept inside the paragraph, instead of running off the right edge.
+  function markInline(container) {
+    container.classList.remove("math-inline-scrolls");
+    const block = container.closest("p, li, td, th, dd, dt, figcaption, .admonition-title") || container.parentElement;
+    if (!block) return;
+    const right = Math.min(block.getBoundingClientRect().right, document.documentElement.clientWidth);
+    if (container.getBoundingClientRect().right > right + 1) {
+      container.classList.add("math-inline-scrolls");
+      markOverflow(container);
+    }
+  }
+
   function markAllEquations() {
     document.querySelectorAll("div.math").forEach((box) => markOverflow(scrollerOf(box)));
+    document.querySelectorAll("mjx-container:not([display='true'])").forEach(markInline);
+  }
+
+  // Checks, asserts and provenance are folded so that prose and figures lead (their cells carry hide-input or
+  // hide-cell). One button under the title unfolds them all at once, and folds them again; solutions stay folded.
+  function addUnfoldButton() {
+    const folds = Array.from(document.querySelectorAll("article div.cell details.hide")).filter(
+      (d) => !d.textContent.includes("BEGIN SOLUTION"),
+    );
+    const title = document.querySelector("article h1");
+    if (!folds.length || !title) return;
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "btn btn-sm btn-outline-secondary unfold-checks";
+    const label = (open) => (open ? "Fold the checks and provenance again" : `Show all ${folds.length} folded checks and provenance`);
+    button.textContent = label(false);
+    button.addEventListener("click", () => {
+      const open = !folds.every((d) => d.open);
+      folds.forEach((d) => (d.open = open));
+      button.textContent = label(open);
+    });
+    title.insertAdjacentElement("afterend", button);
   }
 
   function init() {
+    addUnfoldButton();
     forwardToggle(".primary-toggle");
     forwardToggle(".secondary-toggle");
     // The scroll event does not bubble, so listen in the capture phase: MathJax adds its containers later.
@@ -52,7 +88,7 @@
       "scroll",
       (event) => {
         const el = event.target;
-        if (el instanceof Element && el.classList.contains("math-scrolls")) markOverflow(el);
+        if (el instanceof Element && el.classList.contains("math-scrolls")) markOverflow(el);  // display or inline
       },
       { capture: true, passive: true },
     );

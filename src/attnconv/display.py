@@ -12,7 +12,7 @@ import html
 import re
 from typing import Any, Sequence
 
-__all__ = ["Table", "Math"]
+__all__ = ["Table", "Math", "numbered_figure"]
 
 _CODE = re.compile(r"`([^`]+)`")
 
@@ -136,3 +136,23 @@ class Math:
 
     def __repr__(self) -> str:
         return f"{self.label} {self.expr}".strip()
+
+
+def numbered_figure(key: str, obj: Any) -> None:
+    """Show ``obj`` (a kernel-free viewer, any object with an HTML representation) so that the book can give it a
+    number and a caption like any figure.
+
+    In a Jupyter Book build, ``obj`` is glued under ``key`` for a ``{glue:figure}`` directive that carries the
+    caption (tag the cell ``remove-output`` so that it is not shown twice); it is displayed in the cell as well, so
+    Jupyter and Colab show it where it was made. Where ``myst_nb`` is not installed it is only displayed.
+    """
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"key must be a non-empty string, got {key!r}")
+    try:
+        from myst_nb import glue
+    except ImportError:
+        from IPython.display import display
+
+        display(obj)
+        return
+    glue(key, obj, display=True)

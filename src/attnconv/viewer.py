@@ -185,7 +185,9 @@ class HeatmapViewer(_Viewer):
         cmap: a matplotlib colormap name.
         cell: size of one map cell in CSS pixels (default: the longer side of a map spans 120 pixels).
         row_labels, col_labels: optional text beside each row and under each column of every map (tokens,
-            offsets); each must have one entry per row (column) of every panel.
+            offsets); each must have one entry per row (column) of every panel. ``col_labels`` may instead give
+            one sequence (or ``None``) per panel, for panels of different widths.
+        show_values: indices of one-row panels (a kernel strip) whose values are printed under their cells.
     """
 
     kind = "heatmap"
@@ -194,13 +196,17 @@ class HeatmapViewer(_Viewer):
                  defaults: Mapping[str, Any] | None = None, labels: Mapping[str, Sequence[str]] | None = None,
                  mark: Sequence[str] | None = None, image: Any = None, cmap: str = "viridis",
                  cell: float | None = None, row_labels: Sequence[str] | None = None,
-                 col_labels: Sequence[str] | None = None):
+                 col_labels: Sequence[Any] | None = None, show_values: Sequence[int] = ()):
         super().__init__(controls, title, defaults, labels)
         if cell is not None and not (isinstance(cell, (int, float)) and 1 <= cell <= 64):
             raise ValueError(f"cell must be a size in CSS pixels between 1 and 64, got {cell!r}")
         self.cell = cell
         self.row_labels = None if row_labels is None else [str(x) for x in row_labels]
-        self.col_labels = None if col_labels is None else [str(x) for x in col_labels]
+        if col_labels is not None and len(col_labels) == len(panels) \
+                and all(c is None or isinstance(c, (list, tuple)) for c in col_labels):
+            self.col_labels = [None if c is None else [str(x) for x in c] for c in col_labels]  # one per panel
+        else:
+            self.col_labels = None if col_labels is None else [[str(x) for x in col_labels]] * len(panels)
         sizes = tuple(self.sizes)
         if isinstance(maps, (list, tuple)):
             if len(maps) != len(panels):
@@ -228,9 +234,15 @@ class HeatmapViewer(_Viewer):
         self.mark = mark
         self.panels = [str(p) for p in panels]
         self.shapes = [a.shape[-2:] for a in arrays]
-        for name, given, axis in (("row_labels", self.row_labels, 0), ("col_labels", self.col_labels, 1)):
-            if given is not None and any(len(given) != shape[axis] for shape in self.shapes):
-                raise ValueError(f"{name} must give one label per {'row' if axis == 0 else 'column'} of every map")
+        if self.row_labels is not None and any(len(self.row_labels) != shape[0] for shape in self.shapes):
+            raise ValueError("row_labels must give one label per row of every map")
+        if self.col_labels is not None and any(c is not None and len(c) != shape[1]
+                                               for c, shape in zip(self.col_labels, self.shapes)):
+            raise ValueError("col_labels must give one label per column of every map (or of its own panel)")
+        self.show_values = [int(p) for p in show_values]
+        if any(not 0 <= p < len(self.shapes) or self.shapes[p][0] != 1 for p in self.show_values):
+            raise ValueError(f"show_values must name one-row panels among 0..{len(self.shapes) - 1}, "
+                             f"got {list(show_values)}")
         n = int(np.prod(sizes))
         flat = np.concatenate([a.reshape(n, -1) for a in arrays], axis=1)  # (settings, Σ_p H_p W_p)
         top = flat.max(axis=1)
@@ -262,8 +274,9 @@ class HeatmapViewer(_Viewer):
         if self.image:
             parts.append('<div class="av-panel"><img class="av-input" style="width: 120px; image-rendering: '
                          f'pixelated" src="data:image/png;base64,{self.image}" alt="input"><div>input</div></div>')
-        for (h, w), title in zip(self.shapes, self.panels):
+        for p, ((h, w), title) in enumerate(zip(self.shapes, self.panels)):
             cell = self.cell or 120 / max(h, w)
+            col_labels = self.col_labels[p] if self.col_labels else None
             style = f"width: {max(w * cell, 24):.0f}px; height: {max(h * cell, 24):.0f}px"
             mark = '<div class="av-mark"></div>' if self.mark else ""
             box = (f'<div class="av-frame-box"><canvas class="av-map" width="{w}" height="{h}" style="{style}">'
@@ -271,11 +284,18 @@ class HeatmapViewer(_Viewer):
             if self.row_labels:
                 rows = "".join(f'<div style="height: {cell:.2f}px; line-height: {cell:.2f}px">{html.escape(t)}</div>'
                                for t in self.row_labels)
-                box = f'<div class="av-rows" style="font-size: {min(cell * 0.9, 12):.0f}px">{rows}</div>{box}'
-            if self.col_labels:
-                cols = "".join(f'<span style="width: {cell:.2f}px">{html.escape(t)}</span>' for t in self.col_labels)
-                box = (f'<div class="av-grid">{box}<div></div><div class="av-cols" '
-                       f'style="font-size: {min(cell * 0.8, 11):.0f}px">{cols}</div></div>')
+                box = f'<div class="av-rows" style="font-size: {max(10, min(cell * 0.9, 12)):.0f}px">{rows}</div>{box}'
+            if col_labels or p in self.show_values:
+                width = max(w * cell, 24) / w  # the map is at least 24 px wide
+                under = ""
+                if p in self.show_values:  # filled in by the page's script for the current setting
+                    under += (f'<div class="av-cols av-vals" data-panel="{p}" style="font-size: 10px">'
+                              + f'<span style="width: {width:.2f}px"></span>' * w + "</div>")
+                if col_labels:
+                    under += (f'<div class="av-cols" style="font-size: {max(10, min(cell * 0.8, 11)):.0f}px">'
+                              + "".join(f'<span style="width: {width:.2f}px">{html.escape(t)}</span>'
+                                        for t in col_labels) + "</div>")
+                box = f'<div class="av-grid">{box}<div></div><div>{under}</div></div>'
             elif self.row_labels:
                 box = f'<div class="av-grid">{box}</div>'
             parts.append(f'<div class="av-panel">{box}<div>{html.escape(title)}</div></div>')

@@ -8,7 +8,7 @@ and runs all of them on every page of the built book.
 - figures (images, viewers) with no numbered caption;
 - text smaller than 9 px as displayed: page text, and the text drawn inside figure images (read from the size
   :mod:`attnconv.figures.legibility` writes into each PNG, times the scale the image is shown at);
-- crosshair cursors on maps that do nothing when clicked;
+- crosshair cursors on maps that do nothing when clicked, and more than one search field in view;
 - stand-in data under prose that says the page shows real data.
 """
 
@@ -53,7 +53,11 @@ MATH_JS = r"""() => {
       if (where !== 'fits' && where !== 'scrolls') out.push(`display maths ${i} in "${label(c)}" is ${where} (${Math.round(r.width)} px wide)`);
     } else {
       const block = c.closest('p, li, td, th, dd, dt, figcaption, .admonition-title, div.math') || c.parentElement;
-      const br = block.getBoundingClientRect();
+      const br = block.getBoundingClientRect(), st = getComputedStyle(c), cr = c.getBoundingClientRect();
+      if (['auto', 'scroll'].includes(st.overflowX) && c.scrollWidth > c.clientWidth + 1) {  // its own scroller
+        if (cr.right > Math.min(br.right, vw) + 2) out.push(`inline maths ${i} in "${label(c)}": its scroll box leaves its line`);
+        return;
+      }
       if ((r.right > br.right + 2 || r.right > vw + 1) && around(c, r) !== 'scrolls')
         out.push(`inline maths ${i} in "${label(c)}" runs ${Math.round(r.right - Math.min(br.right, vw))} px out of its line`);
     }
@@ -91,6 +95,12 @@ TEXT_JS = r"""(min) => {
 IMAGES_JS = r"""() => Array.from(document.querySelectorAll('article img'))
   .filter(i => i.complete && i.naturalWidth > 0 && i.getBoundingClientRect().width > 0)
   .map(i => ({src: i.currentSrc || i.src, natural: i.naturalWidth, shown: i.getBoundingClientRect().width}))"""
+
+# One search field in view: a second one is clutter that makes a reader wonder which to use.
+SEARCH_JS = r"""() => { const shown = Array.from(document.querySelectorAll('.search-button-field, .bd-search input'))
+    .filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0
+      && getComputedStyle(e).visibility !== 'hidden'; });
+  return shown.length > 1 ? [`${shown.length} search fields in view`] : []; }"""
 
 # A crosshair says "click here"; only a map that does something on a click may show one.
 CURSOR_JS = r"""() => Array.from(document.querySelectorAll('article canvas, article img'))

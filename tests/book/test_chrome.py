@@ -380,7 +380,7 @@ def test_no_doubled_reference_words_on_any_page():
     assert not found, found
 
 
-BOOK_PAGES = sorted(str(p.relative_to(HTML)) for p in (HTML / "book").glob("*.html"))
+BOOK_PAGES = sorted(str(p.relative_to(HTML)) for p in (HTML / "book").rglob("*.html"))
 
 
 @pytest.mark.book

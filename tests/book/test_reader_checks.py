@@ -11,13 +11,14 @@ from __future__ import annotations
 import pytest
 
 from .conftest import HTML
-from .reader_checks import (CAPTION_JS, CURSOR_JS, IMAGES_JS, MATH_JS, MIN_TEXT_PX, TEXT_JS, image_bytes,
+from .reader_checks import (CAPTION_JS, CURSOR_JS, IMAGES_JS, MATH_JS, MIN_TEXT_PX, SEARCH_JS, TEXT_JS, image_bytes,
                             stand_in_claims, tiny_image_text)
 from .test_reader_view import _pieces
 
 PAGES = sorted(str(p.relative_to(HTML)) for p in HTML.rglob("*.html")
-               if p.parent.name in ("notebooks", "book") or p.parent == HTML and p.stem not in ("search", "genindex"))
+               if str(p.relative_to(HTML)).startswith(("notebooks/", "book/")))  # the chapters and every book/ page
 WIDTHS = (1400, 400)
+MAX_PAGE_PX = 60_000  # at 1400 px: a reference page longer than this is split (the API reference was 217,508 px)
 
 
 def _context(browser, width: int):
@@ -49,6 +50,8 @@ def test_math_check_catches_clipped_and_overflowing_maths(browser):
         "fits": ('<div class="math"><mjx-container display="true" style="display:block"><mjx-math '
                  'style="display:inline-block;width:100px">x</mjx-math></mjx-container></div>', 0),
         "inline out of its line": (f'<p style="width:250px">text <mjx-container>{wide}</mjx-container></p>', 1),
+        "inline scrolling in its line": (f'<p style="width:250px">text <mjx-container style="display:inline-block;'
+                                         f'max-width:100%;overflow-x:auto">{wide}</mjx-container></p>', 0),
         "inline in its line": ('<p style="width:250px">text <mjx-container><mjx-math style="display:inline-block;'
                                'width:50px">x</mjx-math></mjx-container></p>', 0),
     }
@@ -119,6 +122,17 @@ def test_cursor_check_catches_dead_crosshairs(browser):
     context.close()
 
 
+def test_search_check_catches_two_search_fields(browser):
+    field = '<button class="search-button-field">Search</button>'
+    context = _context(browser, 1400)
+    page = context.new_page()
+    page.set_content(field + field)
+    assert page.evaluate(SEARCH_JS)
+    page.set_content(field + f'<div style="display:none">{field}</div>')
+    assert page.evaluate(SEARCH_JS) == []
+    context.close()
+
+
 def test_console_check_catches_a_script_declared_twice(browser):
     context = _context(browser, 1400)
     page = context.new_page()
@@ -160,13 +174,16 @@ def _read(browser, site: str, page_path: str, width: int) -> dict[str, list[str]
         page.evaluate("() => MathJax.startup.promise")
     page.wait_for_timeout(400)
     found = {"maths": page.evaluate(MATH_JS), "captions": page.evaluate(CAPTION_JS),
-             "text": page.evaluate(TEXT_JS, MIN_TEXT_PX), "cursor": page.evaluate(CURSOR_JS)}
+             "text": page.evaluate(TEXT_JS, MIN_TEXT_PX), "cursor": page.evaluate(CURSOR_JS),
+             "search": page.evaluate(SEARCH_JS)}
     images = page.evaluate(IMAGES_JS)
     frames = page.evaluate("""() => Array.from(document.querySelectorAll('article img.av-frame'))
       .filter(i => i.getBoundingClientRect().width > 0)
       .map(i => ({src: i.src, natural: i.naturalWidth, shown: i.getBoundingClientRect().width}))""")
     found["image text"] = tiny_image_text(images + [f for f in frames if f not in images],
                                           lambda src: image_bytes(src, HTML, site)) if width == WIDTHS[0] else []
+    height = page.evaluate("() => document.documentElement.scrollHeight")
+    found["height"] = [f"the page is {height} px tall"] if width == WIDTHS[0] and height > MAX_PAGE_PX else []
     found["console"] = list(errors)
     context.close()
     return found

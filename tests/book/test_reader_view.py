@@ -21,7 +21,7 @@ import pytest
 from .conftest import HTML
 
 CHAPTERS = sorted(str(p.relative_to(HTML)) for p in (HTML / "notebooks").glob("[0-9][0-9]_*.html"))
-PAGES = CHAPTERS + sorted(str(p.relative_to(HTML)) for p in (HTML / "book").glob("*.html"))
+PAGES = CHAPTERS + sorted(str(p.relative_to(HTML)) for p in (HTML / "book").rglob("*.html"))
 # The chapters whose dead widgets became viewers, and the one that explores the committed vision runs.
 VIEWER_CHAPTERS = ("02_", "03_", "05_", "06_")
 
@@ -164,6 +164,9 @@ def viewer_problems(page) -> list[str]:
             if after == before:
                 problems.append(f"viewer {n}: moving {control.get_attribute('aria-label')!r} left the image unchanged")
             before = after
+        blank = viewer.evaluate("root => Array.from(root.querySelectorAll('.av-vals span')).filter(s => !s.textContent).length")
+        if blank:
+            problems.append(f"viewer {n}: {blank} values of its kernel strip are blank")
         canvas = viewer.query_selector("canvas.av-map")
         if canvas is not None and viewer.query_selector("[aria-label='query row']"):
             values = viewer.evaluate(_VALUES_JS)

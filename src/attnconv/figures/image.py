@@ -175,7 +175,9 @@ def plot_padding(input_size: Sequence[int], padding: int, kernel_size: int, quer
     canvas = np.zeros((ph, pw))
     canvas[padding:padding + h, padding:padding + w] = 1.0
     fig, ax = plt.subplots(figsize=(4.2, 4.2))
-    ax.imshow(canvas, cmap="Greys", vmin=-0.6, vmax=1.6)
+    from matplotlib.colors import ListedColormap
+
+    ax.imshow(canvas, cmap=ListedColormap(["white", "#b4b4b4"]), vmin=0, vmax=1)  # padding white, input grey
     offset = min(padding, dilation * (kernel_size - 1))
     qy, qx = query[0] + offset, query[1] + offset
     for _, (dy, dx) in kernel_shifts((kernel_size,) * 2, (dilation,) * 2, (offset,) * 2):
@@ -185,9 +187,8 @@ def plot_padding(input_size: Sequence[int], padding: int, kernel_size: int, quer
     ax.plot(qx, qy, "s", mfc="none", mec="tab:blue", ms=12, mew=2)
     ax.set_xticks(np.arange(-0.5, pw, 1), minor=True)
     ax.set_yticks(np.arange(-0.5, ph, 1), minor=True)
-    ax.grid(which="minor", color="white", lw=0.5)
-    ax.set_xticks([])
-    ax.set_yticks([])
+    ax.grid(which="minor", color="#8c8c8c", lw=0.5)
+    ax.tick_params(which="both", length=0, labelbottom=False, labelleft=False)
     ax.set_title("canvas: input (grey) + zero padding (white)\n"
                  "keys read: green = image, red = zero padding; square = query", fontsize=8)
     fig.tight_layout()

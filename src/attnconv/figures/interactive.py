@@ -188,7 +188,11 @@ def quadratic_run_viewer(snapshots: Sequence[dict], grid: Sequence[int] = (16, 1
         maps = quadratic_query_maps(snap["centers"], snap["precision"], grid, queries)  # (L, Q, N_h, H, W)
         out.append(maps.reshape(maps.shape[0], len(rows), len(cols), *maps.shape[2:]))  # (L, R, C, N_h, H, W)
     maps = torch.stack(out).numpy()  # (S, L, R, C, N_h, H, W)
-    epochs = [f"epoch {s['epoch']:g} (step {s['step']})" for s in snapshots]
+    first = torch.as_tensor(snapshots[0]["centers"], dtype=torch.float64)
+    moved = [float((torch.as_tensor(s["centers"], dtype=torch.float64) - first).norm(dim=-1).mean()) for s in snapshots]
+    # The label says how far the centres have moved, so that a small change reads as a finding, not a broken control.
+    epochs = [f"epoch {s['epoch']:g} (step {s['step']})" + (f": centres moved {m:.2f} px on average" if i else ": start")
+              for i, (s, m) in enumerate(zip(snapshots, moved))]
     return HeatmapViewer(maps, {"snapshot": epochs, "layer": list(range(1, maps.shape[1] + 1)), "query row": rows,
                                 "query col": cols}, [f"head {i + 1}" for i in range(maps.shape[4])], title=title,
                          defaults={"snapshot": epochs[-1], "query row": rows[len(rows) // 2],
@@ -219,6 +223,9 @@ def bias_viewer(values: Sequence[float] = (-2.0, -1.0, 0.0, 1.0, 2.0), max_dista
                          [f"kernel softmax(b) over δ = {-max_distance}…{max_distance}",
                           "attention: softmax over keys j of b(j − i); query i (rows), key j (columns)"],
                          title="Set the biases b_δ of one head: the kernel and its band follow",
+                         col_labels=[[str(d) for d in range(-max_distance, max_distance + 1)],
+                                     [str(j) if j % 2 == 0 else "" for j in range(length)]],
+                         show_values=[0], cell=None,
                          defaults=dict(zip(names, (-1.0, 0.0, 1.0, 0.0, -1.0)))
                          if max_distance == 2 and {-1.0, 0.0, 1.0} <= set(values) else None)
 
@@ -244,5 +251,5 @@ def sentence_kernel_viewer(runs: dict) -> HeatmapViewer:
                                                 "head": list(range(1, maps.shape[2] + 1))},
                          ["offset δ = key − query; each row is one token's kernel"],
                          title="Each token's kernel over offsets δ: pick a model, a layer and a head",
-                         cell=9, row_labels=first["tokens"],
+                         cell=12, row_labels=first["tokens"],
                          col_labels=[str(d) if d % 4 == 0 else "" for d in offsets])

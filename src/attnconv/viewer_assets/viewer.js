@@ -49,8 +49,14 @@
       var k = index(), mark = null, offset = k * per;
       if (spec.mark) mark = spec.mark.map(function (i) { return spec.values[i][parseInt(inputs[i].value, 10)]; });
       canvases.forEach(function (c, p) {
-        var sh = spec.shapes[p];
+        var sh = spec.shapes[p], vals = root.querySelector(".av-vals[data-panel='" + p + "']");
         paint(c, offset, sh[0], sh[1], mark);
+        if (vals) {  // a kernel strip prints its weights under its cells
+          var top = parseFloat(spec.vmax[k]), at = offset;
+          Array.prototype.forEach.call(vals.children, function (span, i) {
+            span.textContent = (bytes[at + i] / 255 * top).toFixed(2);
+          });
+        }
         offset += sh[0] * sh[1];
       });
       vmax.textContent = spec.vmax[k];
