@@ -180,8 +180,10 @@ def _read(browser, site: str, page_path: str, width: int) -> dict[str, list[str]
     frames = page.evaluate("""() => Array.from(document.querySelectorAll('article img.av-frame'))
       .filter(i => i.getBoundingClientRect().width > 0)
       .map(i => ({src: i.src, natural: i.naturalWidth, shown: i.getBoundingClientRect().width}))""")
-    found["image text"] = tiny_image_text(images + [f for f in frames if f not in images],
-                                          lambda src: image_bytes(src, HTML, site)) if width == WIDTHS[0] else []
+    # Static figures are judged at desktop width (a phone reader zooms a figure); a viewer's frames at both widths,
+    # since a viewer is driven and read in place.
+    judged = images + [f for f in frames if f not in images] if width == WIDTHS[0] else frames
+    found["image text"] = tiny_image_text(judged, lambda src: image_bytes(src, HTML, site))
     height = page.evaluate("() => document.documentElement.scrollHeight")
     found["height"] = [f"the page is {height} px tall"] if width == WIDTHS[0] and height > MAX_PAGE_PX else []
     found["console"] = list(errors)

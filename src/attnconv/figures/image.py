@@ -118,19 +118,21 @@ def plot_attention(probs: Tensor, grid: Sequence[int], query: Sequence[int], ima
     if image is not None:
         ax = axes.pop(0)
         ax.imshow(_as_image(image), interpolation="nearest")
-        ax.set_title("input", fontsize=11)
+        ax.set_title("input", fontsize=13)
         ax.set_xticks([])
         ax.set_yticks([])
     vmax = float(maps.max()) or 1.0  # one scale for every head, so that their maps can be compared
     for head, ax in enumerate(axes):
         im = ax.imshow(maps[head].numpy(), cmap="viridis", interpolation="nearest", vmin=0, vmax=vmax)
         ax.plot(query[1], query[0], marker="s", mfc="none", mec="red", ms=7)
-        ax.set_title(titles[head] if titles else f"head {head}", fontsize=11)
+        ax.set_title(titles[head] if titles else f"head {head}", fontsize=13)
         ax.set_xticks([])
         ax.set_yticks([])
-        ax.set_xlabel("key column", fontsize=9)
-    axes[0].set_ylabel("key row", fontsize=9)
-    fig.colorbar(im, ax=axes, shrink=0.85, label="attention weight")
+        ax.set_xlabel("key column", fontsize=12)
+    axes[0].set_ylabel("key row", fontsize=12)
+    bar = fig.colorbar(im, ax=axes, shrink=0.85)  # labels sized for a 5-panel row shown in a ~780 px column
+    bar.set_label("attention weight", fontsize=12)
+    bar.ax.tick_params(labelsize=11)
     return fig
 
 

@@ -85,25 +85,29 @@ def plot_theorem1_heads(alpha: float, kernel: Tensor, window: int = 7) -> Figure
         ax = fig.add_subplot(heads[dy + k // 2, dx + k // 2])
         im = ax.imshow(probs[h].numpy(), cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
         ax.plot(c, c, "s", mfc="none", mec="red", ms=6)
-        ax.set_title(f"head Δ = ({dy}, {dx})", fontsize=11)
+        ax.set_title(f"Δ = ({dy}, {dx})", fontsize=13)  # sized for a phone: the frame shows at ~0.7 of its width
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.colorbar(im, cax=fig.add_subplot(heads[:, k + 1])).set_label("attention $A^{(h)}_{q,j}$", fontsize=11)
+    head_bar = fig.colorbar(im, cax=fig.add_subplot(heads[:, k + 1]))
+    head_bar.set_label("attention $A^{(h)}_{q,j}$", fontsize=13)
+    head_bar.ax.tick_params(labelsize=12)
     kernels = bottom.subgridspec(1, 4, width_ratios=[1, 0.15, 1, 0.06], wspace=0.12)
     vmax = float(w.abs().max())
     for col, (data, name) in zip((0, 2), ((effective, r"layer: $\sum_h w_{\Delta^{(h)}} A^{(h)}_{q,q+\delta}$"),
                                           (target, r"convolution kernel $w_\delta$"))):
         ax = fig.add_subplot(kernels[0, col])
         im = ax.imshow(data.numpy(), cmap="RdBu_r", vmin=-vmax, vmax=vmax, interpolation="nearest")
-        ax.set_title(name, fontsize=12)
-        ax.set_xticks(range(window), [str(i - c) for i in range(window)], fontsize=10)
-        ax.set_yticks(range(window), [str(i - c) for i in range(window)], fontsize=10)
-        ax.set_xlabel(r"offset $\delta_2$ (columns)", fontsize=11)
-        ax.set_ylabel(r"offset $\delta_1$ (rows)", fontsize=11)
-    fig.colorbar(im, cax=fig.add_subplot(kernels[0, 3])).set_label("weight", fontsize=11)
+        ax.set_title(name, fontsize=13)
+        ax.set_xticks(range(window), [str(i - c) for i in range(window)], fontsize=12)
+        ax.set_yticks(range(window), [str(i - c) for i in range(window)], fontsize=12)
+        ax.set_xlabel(r"offset $\delta_2$ (columns)", fontsize=13)
+        ax.set_ylabel(r"offset $\delta_1$ (rows)", fontsize=13)
+    bar = fig.colorbar(im, cax=fig.add_subplot(kernels[0, 3]))
+    bar.set_label("weight", fontsize=13)
+    bar.ax.tick_params(labelsize=12)
     err = float((effective - target).abs().max())
     fig.suptitle(f"α = {alpha:.3g}: off-target mass per head ≤ ε(α) = {off_target_mass_bound(alpha):.2g}\n"
-                 f"largest difference between the two kernels: {err:.2g}", fontsize=13)
+                 f"largest difference between the two kernels: {err:.2g}", fontsize=14)
     return fig
 
 

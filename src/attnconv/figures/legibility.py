@@ -22,6 +22,7 @@ def smallest_text_px(fig: Figure, dpi: float | None = None) -> float | None:
     """The font size, in pixels of an image saved at ``dpi`` (default the figure's), of the figure's smallest
     visible non-empty text; ``None`` when it has none."""
     dpi = fig.dpi if dpi is None else dpi
+    fig.draw_without_rendering()  # tick labels get their text only when the figure is drawn
     sizes = [t.get_fontsize() for t in fig.findobj(Text)
              if t.get_visible() and t.get_text().strip() and t.get_alpha() != 0]
     return min(sizes) * dpi / 72 if sizes else None

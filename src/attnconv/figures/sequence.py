@@ -142,7 +142,14 @@ def plot_kernel_terms(kernels: Mapping[str, Tensor], probs: Tensor, query: int, 
     """
     offsets = np.arange(-radius, radius + 1)
     names = list(kernels)
-    fig, axes = plt.subplots(1, len(names) + 1, figsize=(2.9 * (len(names) + 1), 3.4), sharex=True)
+    # Three panels a row, so that the figure is shown near its own size in a book column and its text stays legible.
+    cols = min(3, len(names) + 1)
+    rows = -(-(len(names) + 1) // cols)
+    fig, grid = plt.subplots(rows, cols, figsize=(2.9 * cols, 3.2 * rows), squeeze=False)
+    axes = list(grid.ravel())
+    for ax in axes[len(names) + 1:]:
+        ax.set_visible(False)
+    axes = axes[:len(names) + 1]
     for ax, name in zip(axes, names):
         ax.bar(offsets, _np(kernels[name]), color="tab:gray")
         ax.set_title(TERM_TITLES.get(name, name), fontsize=12)

@@ -168,14 +168,17 @@ def plot_attention_maps(query_maps: np.ndarray, query: Sequence[int], title: str
             ax.set_xticks([])
             ax.set_yticks([])
             if layer == 0:
-                ax.set_title(f"head {h + 1}", fontsize=10)
+                ax.set_title(f"head {h + 1}", fontsize=14)
             if h == 0:
-                ax.set_ylabel(f"layer {layer + 1}\nkey row", fontsize=10)
+                ax.set_ylabel(f"layer {layer + 1}\nkey row", fontsize=14)
             if layer == layers - 1:
-                ax.set_xlabel("key column", fontsize=9)
-    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label="attention weight (square-root scale)")
+                ax.set_xlabel("key column", fontsize=13)
+    # Text sized for nine heads a row shown in a ~780 px book column (about 0.6 of the figure's own width).
+    bar = fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8)
+    bar.set_label("attention weight (square-root scale)", fontsize=14)
+    bar.ax.tick_params(labelsize=13)
     if title:
-        fig.suptitle(title, fontsize=12)
+        fig.suptitle(title, fontsize=16)
     return fig
 
 
@@ -187,10 +190,10 @@ def plot_head_shifts(heads: list[list[dict[str, Any]]], title: str = "") -> Figu
     im = ax.imshow(mass, cmap="Blues", vmin=0, vmax=1)
     for layer, row in enumerate(heads):
         for h, head in enumerate(row):
-            ax.text(h, layer, "({},{})".format(*head["shift"]), ha="center", va="center", fontsize=6,
+            ax.text(h, layer, "({},{})".format(*head["shift"]), ha="center", va="center", fontsize=8,
                     color="white" if head["mass"] > 0.6 else "black")
-    ax.set_xticks(range(mass.shape[1]), [str(h + 1) for h in range(mass.shape[1])], fontsize=7)
-    ax.set_yticks(range(mass.shape[0]), [str(layer + 1) for layer in range(mass.shape[0])], fontsize=7)
+    ax.set_xticks(range(mass.shape[1]), [str(h + 1) for h in range(mass.shape[1])], fontsize=10)
+    ax.set_yticks(range(mass.shape[0]), [str(layer + 1) for layer in range(mass.shape[0])], fontsize=10)
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
     fig.colorbar(im, ax=ax, shrink=0.8, label="mass on the best shift")

@@ -1,0 +1,42 @@
+"""attnconv.figures.legibility: every figure's PNG says how large its smallest text is."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from attnconv.figures.legibility import MIN_TEXT_KEY, install, png_bytes, smallest_text_px  # noqa: E402
+
+
+def test_smallest_text_is_the_smallest_visible_label_in_image_pixels():
+    fig, ax = plt.subplots(figsize=(3, 2), dpi=100)
+    ax.set_title("title", fontsize=14)
+    ax.tick_params(labelsize=12)
+    ax.set_xlabel("x", fontsize=7)
+    hidden = ax.text(0.5, 0.5, "hidden", fontsize=3)
+    hidden.set_visible(False)
+    assert abs(smallest_text_px(fig) - 7 * 100 / 72) < 1e-9
+    assert abs(smallest_text_px(fig, dpi=200) - 7 * 200 / 72) < 1e-9
+    ax.set_xlabel("")  # an empty label is no text
+    assert abs(smallest_text_px(fig) - 12 * 100 / 72) < 1e-9
+    plt.close(fig)
+
+
+def test_png_carries_the_size_and_figures_without_text_carry_none():
+    fig, ax = plt.subplots(figsize=(3, 2), dpi=100)
+    ax.set_title("t", fontsize=6)
+    data = png_bytes(fig, dpi=50)
+    assert float(Image.open(io.BytesIO(data)).text[MIN_TEXT_KEY]) == round(min(6, 10) * 50 / 72, 2)
+    plt.close(fig)
+    blank = plt.figure(figsize=(1, 1))
+    assert MIN_TEXT_KEY not in Image.open(io.BytesIO(png_bytes(blank))).text
+    plt.close(blank)
+
+
+def test_install_needs_an_ipython_kernel():
+    assert install() is False  # plain pytest: nothing to install into
