@@ -117,8 +117,8 @@ def receptive_fields(model: nn.Module) -> list[dict[str, int]]:
     stride j grows the field by (k - 1) j and multiplies j by s (the 1x1 shortcuts never widen it).
 
     Returns:
-        One dict per stage: ``stage`` (1-based), ``rf`` (pixels on a side), ``jump`` (input pixels between two
-        neighbouring outputs), ``blocks``.
+        A list with one dict per stage, holding ``stage`` (1-based), ``rf`` (pixels on a side), ``jump`` (input
+        pixels between two neighbouring outputs) and ``blocks``.
     """
     if not (hasattr(model, "stem") and hasattr(model, "stages") and hasattr(model, "config")):
         raise TypeError(f"model must be an attnconv ResNet (stem, stages, config), got {type(model).__name__}")

@@ -34,6 +34,7 @@ from .runs import check_resumable
 __all__ = ["MIN_SPEEDUP", "PRECISIONS", "check_precision", "precision_autocast", "probe_speed", "resolve_precision",
            "resume_precision"]
 
+#: The values of a config's ``precision``.
 PRECISIONS = ("fp32", "bf16", "auto")
 #: bfloat16 is chosen by ``"auto"`` on a CPU only when the probe measured it at least this much faster: a smaller
 #: gain is within the noise of a shared machine and not worth the rounding.
