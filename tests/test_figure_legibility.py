@@ -40,3 +40,18 @@ def test_png_carries_the_size_and_figures_without_text_carry_none():
 
 def test_install_needs_an_ipython_kernel():
     assert install() is False  # plain pytest: nothing to install into
+
+
+def test_enlarge_small_text_makes_a_wide_figure_legible_in_the_column():
+    from attnconv.figures.legibility import enlarge_small_text
+
+    fig, ax = plt.subplots(figsize=(12, 3), dpi=100)
+    ax.plot([0, 1], [0, 1], label="line")
+    ax.legend(fontsize=7)
+    ax.set_title("title", fontsize=8)
+    shown = lambda f: smallest_text_px(f) * min(1, 768 / (f.get_size_inches()[0] * f.dpi))  # noqa: E731
+    assert shown(fig) < 9
+    enlarge_small_text(fig)
+    assert shown(fig) >= 9
+    assert ax.title.get_fontsize() > 8 and ax.get_legend().get_texts()[0].get_fontsize() > 7
+    plt.close(fig)

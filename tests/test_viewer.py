@@ -231,3 +231,12 @@ def test_kernel_strip_prints_its_values_and_panels_take_their_own_labels():
         HeatmapViewer([strip, band], {"b": [0, 1]}, ["kernel", "band"], show_values=[1])
     with pytest.raises(ValueError, match="col_labels"):
         HeatmapViewer([strip, band], {"b": [0, 1]}, ["kernel", "band"], col_labels=[["a"] * 4, None])
+
+
+def test_numbered_figure_needs_a_key_and_shows_its_object(capsys):
+    from attnconv.display import numbered_figure
+
+    with pytest.raises(ValueError, match="key"):
+        numbered_figure("", Table(["a"], [[1]]))
+    numbered_figure("table-key", Table(["a"], [[1]]))  # outside a kernel: shown as text
+    assert "a" in capsys.readouterr().out

@@ -32,5 +32,6 @@ def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict, 
 
 
 def setup(app: Sphinx) -> dict:
-    app.connect("html-page-context", _page_context, priority=900)  # after the extensions that add page assets
+    # Early: html-page-context stops at the first listener that returns a template, so a late one may never run.
+    app.connect("html-page-context", _page_context, priority=100)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -12,6 +12,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from .legibility import enlarge_small_text
+
 __all__ = ["plot_fixed_kernels", "plot_learning_curve", "plot_pretraining_curves", "plot_sentence_kernels"]
 
 
@@ -97,5 +99,6 @@ def plot_learning_curve(points: Sequence[Any], baselines: dict[str, float], task
         ax.grid(alpha=0.3, which="both")
     axes[0, 0].set_ylabel("fine-tuned test accuracy (%)")
     axes[0, 0].legend(fontsize=7)
+    enlarge_small_text(fig)  # legible where the book's column shows it scaled down
     fig.tight_layout()
     return fig

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, NullFormatter, PercentFormatter
 
 from ..train.imitation import tap_shifts
+from .legibility import enlarge_small_text
 
 __all__ = ["plot_imitation_paths", "plot_imitation_curves", "plot_imitation_summary", "plot_init_comparison",
            "plot_kernel_imitation"]
@@ -75,6 +76,7 @@ def plot_imitation_curves(records: Sequence[dict[str, Any]], settings: Sequence[
         ax.set_xlabel("Adam step")
         ax.grid(alpha=0.3)
     dist_ax.legend(fontsize=7)
+    enlarge_small_text(fig)  # legible where the book's column shows it scaled down
     fig.tight_layout()
     return fig
 
@@ -100,6 +102,7 @@ def plot_imitation_summary(summary: dict[str, dict[str, Any]], settings: Sequenc
     err_ax.xaxis.set_minor_formatter(NullFormatter())
     for ax in (dist_ax, err_ax):
         ax.grid(alpha=0.3)
+    enlarge_small_text(fig)  # legible where the book's column shows it scaled down
     fig.tight_layout()
     return fig
 
@@ -143,5 +146,6 @@ def plot_kernel_imitation(record: dict[str, Any]) -> Figure:
         ax.set_title(f"head {h + 1}", fontsize=9)
     axes[0, 0].set_ylabel("weight")
     axes[0, 0].legend(fontsize=7)
+    enlarge_small_text(fig)  # legible where the book's column shows it scaled down
     fig.tight_layout()
     return fig

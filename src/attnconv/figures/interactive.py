@@ -19,6 +19,7 @@ from ..conv import kernel_shifts
 from ..positional.quadratic import QuadraticEncoding
 from ..positional.sequence import RelativePositionBias
 from ..viewer import FrameViewer, HeatmapViewer
+from .legibility import PHONE_COLUMN_PX, enlarge_small_text
 
 __all__ = ["theorem1_kernel", "plot_theorem1_heads", "theorem1_viewer", "attention_viewer", "quadratic_query_maps",
            "quadratic_run_viewer", "bias_viewer", "sentence_kernel_viewer"]
@@ -114,7 +115,10 @@ def plot_theorem1_heads(alpha: float, kernel: Tensor, window: int = 7) -> Figure
 def theorem1_viewer(kernel: Tensor, alphas: Sequence[float] | None = None, window: int = 7) -> FrameViewer:
     """A slider over α for :func:`plot_theorem1_heads` (default: 13 values from 0.5 to 46, log-spaced)."""
     alphas = [float(a) for a in (np.geomspace(0.5, 46, 13) if alphas is None else alphas)]
-    return FrameViewer(lambda α: plot_theorem1_heads(α, kernel, window), {"α": alphas},
+    def frame(α):  # read in place on a phone too, so its text is sized for a phone's column
+        return enlarge_small_text(plot_theorem1_heads(α, kernel, window), column_px=PHONE_COLUMN_PX, dpi=80)
+
+    return FrameViewer(frame, {"α": alphas},
                        title="Nine heads, one per neighbour, sum to a 3×3 kernel: move α", dpi=80)
 
 
@@ -195,7 +199,7 @@ def quadratic_run_viewer(snapshots: Sequence[dict], grid: Sequence[int] = (16, 1
     first = torch.as_tensor(snapshots[0]["centers"], dtype=torch.float64)
     moved = [float((torch.as_tensor(s["centers"], dtype=torch.float64) - first).norm(dim=-1).mean()) for s in snapshots]
     # The label says how far the centres have moved, so that a small change reads as a finding, not a broken control.
-    epochs = [f"epoch {s['epoch']:g} (step {s['step']})" + (f": centres moved {m:.2f} px on average" if i else ": start")
+    epochs = [f"epoch {s['epoch']:g}" + (f": centres moved {m:.2f} px" if i else " (start)")
               for i, (s, m) in enumerate(zip(snapshots, moved))]
     return HeatmapViewer(maps, {"snapshot": epochs, "layer": list(range(1, maps.shape[1] + 1)), "query row": rows,
                                 "query col": cols}, [f"head {i + 1}" for i in range(maps.shape[4])], title=title,

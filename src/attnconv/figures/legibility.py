@@ -13,9 +13,12 @@ import io
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-__all__ = ["MIN_TEXT_KEY", "install", "png_bytes", "smallest_text_px"]
+__all__ = ["BOOK_COLUMN_PX", "MIN_TEXT_KEY", "MIN_TEXT_PX", "PHONE_COLUMN_PX", "enlarge_small_text", "install", "png_bytes", "smallest_text_px"]
 
 MIN_TEXT_KEY = "attnconv-min-text-px"
+MIN_TEXT_PX = 9.0  # the smallest text a reader is asked to read, in CSS pixels as shown
+BOOK_COLUMN_PX = 768  # the width of the book's text column on a desktop: a wider figure is shown scaled down to it
+PHONE_COLUMN_PX = 352  # the same on a 400 px phone, where a viewer is read in place
 
 
 def smallest_text_px(fig: Figure, dpi: float | None = None) -> float | None:
@@ -26,6 +29,31 @@ def smallest_text_px(fig: Figure, dpi: float | None = None) -> float | None:
     sizes = [t.get_fontsize() for t in fig.findobj(Text)
              if t.get_visible() and t.get_text().strip() and t.get_alpha() != 0]
     return min(sizes) * dpi / 72 if sizes else None
+
+
+def enlarge_small_text(fig: Figure, column_px: float = BOOK_COLUMN_PX, min_px: float = MIN_TEXT_PX,
+                       dpi: float | None = None) -> Figure:
+    """Raise every text of ``fig`` smaller than ``min_px`` as shown in a column ``column_px`` wide to that size.
+
+    A figure ``W`` inches wide is saved ``W * dpi`` pixels wide and shown at ``min(1, column_px / (W * dpi))`` of
+    that, so its text must be at least ``min_px * 72 / dpi / scale`` points. Call it before ``tight_layout``, so
+    that the layout makes room for the larger text. ``dpi`` is the resolution it will be saved at (default the
+    figure's). Returns ``fig``.
+    """
+    dpi = fig.dpi if dpi is None else dpi
+    width = fig.get_size_inches()[0] * dpi
+    scale = min(1.0, column_px / width)
+    floor = 1.05 * min_px / scale * 72 / dpi  # 5% to spare: a tight bounding box can be a little wider
+    fig.draw_without_rendering()  # create the tick labels, so that they are raised too
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            labels = [t for t in axis.get_ticklabels(which="both") if t.get_text()]
+            if labels and min(t.get_fontsize() for t in labels) < floor:
+                ax.tick_params(axis="x" if axis is ax.xaxis else "y", which="both", labelsize=floor)
+    for text in fig.findobj(Text):
+        if text.get_text().strip() and text.get_fontsize() < floor:
+            text.set_fontsize(floor)
+    return fig
 
 
 def png_bytes(fig: Figure, dpi: float | None = None, **savefig_kwargs) -> bytes:

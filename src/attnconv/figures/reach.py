@@ -10,6 +10,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from .legibility import enlarge_small_text
+
 __all__ = ["plot_reach"]
 
 
@@ -69,5 +71,6 @@ def plot_reach(reaches: Mapping[str, Mapping[str, Any]], fields: Sequence[Mappin
         ax_r.set_ylabel("receptive field (pixels on a side)")
         ax_r.set_title("what a ResNet can see", fontsize=10)
         ax_r.grid(alpha=0.3, axis="y")
+    enlarge_small_text(fig)  # legible where the book's column shows it scaled down
     fig.tight_layout()
     return fig

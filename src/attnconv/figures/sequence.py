@@ -14,6 +14,7 @@ from torch import Tensor
 
 from ..taps import tap_mask
 from ..positional.sequence import RelativePositionBias
+from .legibility import enlarge_small_text
 
 __all__ = ["plot_kernel_and_attention", "plot_bias_widget_frame", "plot_dynamic_kernels", "plot_boundary_effect",
            "plot_kernel_terms", "plot_relative_attention_benchmark"]
@@ -57,6 +58,7 @@ def plot_kernel_and_attention(kernel: Tensor, probs: Tensor, words: Sequence[str
     fig.colorbar(im, ax=right, shrink=0.8)
     if title:
         fig.suptitle(title, fontsize=11)
+    enlarge_small_text(fig)  # legible where the book's column shows it scaled down
     fig.tight_layout()
     return fig
 

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Ellipse
 
 from ..data.augment import CropFlip
+from .legibility import enlarge_small_text
 
 __all__ = ["MASS_LEVELS", "gaussian_contour", "plot_accuracy", "plot_augmentations", "plot_attention_maps", "plot_centers",
            "plot_center_trajectories", "plot_head_shifts"]
@@ -60,6 +61,7 @@ def plot_augmentations(image: torch.Tensor, augment: CropFlip, copies: int = 7, 
         ax.set_title("original" if i == 0 else f"copy {i}", fontsize=7)
         ax.set_xticks([])
         ax.set_yticks([])
+    enlarge_small_text(fig)  # legible where the book's column shows it scaled down
     fig.tight_layout()
     return fig
 
@@ -79,6 +81,7 @@ def plot_accuracy(histories: dict[str, list[dict[str, Any]]], metric: str = "tes
     for ax in (by_epoch, by_time):
         ax.grid(True, alpha=0.3)
     by_epoch.legend(fontsize=8)
+    enlarge_small_text(fig)  # legible where the book's column shows it scaled down
     fig.tight_layout()
     return fig
 
