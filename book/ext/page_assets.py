@@ -12,7 +12,8 @@ from sphinx.application import Sphinx
 
 def _key(asset) -> tuple:
     attributes = getattr(asset, "attributes", {}) or {}
-    return (getattr(asset, "filename", str(asset)), tuple(sorted((k, str(v)) for k, v in attributes.items())))
+    # An inline script is registered with filename None by one path and "" by another: the same script either way.
+    return (getattr(asset, "filename", str(asset)) or None, tuple(sorted((k, str(v)) for k, v in attributes.items())))
 
 
 def _dedupe(assets: list) -> list:
