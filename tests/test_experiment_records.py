@@ -98,3 +98,21 @@ def test_chapter06_reach_claims():
     assert all(layer["mean_distance"] < 8 for layer in longest["trained"])
     fields = receptive_fields(build_model("resnet18", named_config("cpu-quick").resnet))
     assert fields[0]["rf"] == 11 and fields[2]["rf"] > 32
+
+
+def test_chapter06_cpu_precision_benchmark_claims():
+    """Chapter 06, 'Training in bfloat16 on this CPU': which models bf16 speeds up on the CPU that measured it."""
+    from attnconv.models import MODEL_NAMES
+
+    bench = json.loads((RESULTS / "benchmarks" / "cpu_precision.json").read_text())
+    meta, speed = bench["meta"], {r["model"]: r for r in bench["rows"]}
+    assert meta["cpu_flags"]["avx512_bf16"] and meta["cpu_flags"]["amx_bf16"] and meta["threads"] == 1
+    assert set(speed) >= set(MODEL_NAMES)
+    for r in speed.values():  # each figure is the median of the interleaved steps it records
+        assert r["speedup"] == pytest.approx(np.median(r["fp32_s"]) / np.median(r["bf16_s"]))
+        assert len(r["fp32_s"]) == len(r["bf16_s"]) == meta["repeats"]
+    assert all(speed[m]["speedup"] > 1.5 for m in ("resnet18", "sa-quadratic", "sa-learned", "bert absolute",
+                                                   "bert composite-noabs"))
+    assert max(r["speedup"] for r in speed.values()) < 2 and 1.1 < speed["sa-anisotropic"]["speedup"] < 1.5
+    assert all(speed[m]["speedup"] < 1 for m in ("sa-content", "sa-learned-content"))
+    assert meta["load_average_start"][0] > 5 * meta["cpus"]
