@@ -116,3 +116,19 @@ def test_chapter06_cpu_precision_benchmark_claims():
     assert max(r["speedup"] for r in speed.values()) < 2 and 1.1 < speed["sa-anisotropic"]["speedup"] < 1.5
     assert all(speed[m]["speedup"] < 1 for m in ("sa-content", "sa-learned-content"))
     assert meta["load_average_start"][0] > 5 * meta["cpus"]
+
+
+def test_chapter06_bf16_parity_claims():
+    """Chapter 06: three seeds of cpu-quick sa-quadratic in bf16 against the float32 random-start arm: the same
+    config but the precision, about half a point lower for every seed, within two standard errors."""
+    f32 = [load_run(RESULTS / f"cpu-quick-sa-quadratic-random-s{s}") for s in range(3)]
+    b16 = [load_run(RESULTS / f"cpu-quick-sa-quadratic-bf16-s{s}") for s in range(3)]
+    for a, b in zip(f32, b16):
+        ca, cb = a.provenance["config"], b.provenance["config"]
+        assert [k for k in cb if k not in ("precision", "progress") and cb[k] != ca.get(k)] == []
+        assert b.provenance["precision"]["used"] == "bf16" and b.provenance["dirty"] is False
+    x = np.array([r.final["full_test_acc"] for r in f32])
+    y = np.array([r.final["full_test_acc"] for r in b16])
+    gap, noise = y.mean() - x.mean(), np.sqrt(x.var(ddof=1) / 3 + y.var(ddof=1) / 3)
+    assert abs(gap) < 2 * noise and -0.01 < gap < 0 and ((y - x) < 0).all()
+    assert all(0.003 < a.std(ddof=1) < 0.005 for a in (x, y))
