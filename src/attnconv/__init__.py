@@ -32,11 +32,6 @@ The book
     - :mod:`attnconv.viewer`, :mod:`attnconv.display`: kernel-free interactive figures, and outputs (tables,
       typeset maths) that a static page shows as meant.
     - :mod:`attnconv.course`: the exercises with their checks, the student edition and the autograder.
-
-Old paths kept for one release: ``attnconv.plotting``, ``plotting_sequence``, ``viz``, ``viz_text`` (now
-:mod:`attnconv.figures` and :mod:`attnconv.analysis`), ``attnconv.smallcnn`` (:mod:`attnconv.models.smallcnn`),
-``attnconv.exercises``, ``attnconv.grade`` and ``attnconv.student`` (:mod:`attnconv.course`), ``attnconv.train.config`` and
-``attnconv.train.bert`` (the modules of :mod:`attnconv.train`).
 """
 
 from .attention import MultiHeadSelfAttention
