@@ -20,7 +20,8 @@ The theorems
     - :mod:`attnconv.proofs`: the SymPy proofs of every claim; ``attnconv.claims``: the ledger that ties each
       claim to its proof, its check in a chapter and its tests.
     - :mod:`attnconv.analysis`: the converse, how convolutional an attention head is (image shifts, the
-      kernels a trained BERT applies).
+      kernels a trained BERT applies); :mod:`attnconv.reach`: how far a layer looks (mean attention distance of
+      Gaussian heads, a ResNet's receptive field).
 
 The experiments
     - :mod:`attnconv.data`: data sets (CIFAR-10, NLTK corpora, sentence tasks), tokenizers, example inputs.

@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from .attention import MultiHeadSelfAttention
 from .positional.base import PositionalLogits
 from .positional.quadratic import QuadraticEncoding
-from .taps import masked_softmax
+from .taps import masked_softmax, softmax_fp32
 
 __all__ = ["GatedPositionalSelfAttention"]
 
@@ -80,7 +80,7 @@ class GatedPositionalSelfAttention(MultiHeadSelfAttention):
         q, k, v = self.project(tokens)  # (B, N_h, N, D_h)
         if key_padding_mask is not None:
             k, v = self.zero_padded(k, v, key_padding_mask)
-        softmax = torch.softmax if pad is None else masked_softmax
+        softmax = softmax_fp32 if pad is None else masked_softmax  # normalised in at least float32
         content = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, N_h, N, N)
         position = self.positional(grid, None, None)  # (N_h, N, N)
         if pad is not None:
@@ -89,5 +89,5 @@ class GatedPositionalSelfAttention(MultiHeadSelfAttention):
         probs = (1 - gate) * softmax(content, dim=-1) + gate * softmax(position, dim=-1)
         probs = probs / probs.sum(-1, keepdim=True).clamp_min(torch.finfo(probs.dtype).tiny)
         attended = nn.functional.dropout(probs, self.dropout) if (self.training and self.dropout) else probs
-        out = self.merge_heads(attended @ v, grid)
+        out = self.merge_heads(attended.to(v.dtype) @ v, grid)
         return out, (probs if need_weights else None)
