@@ -1,15 +1,26 @@
 """SymPy proofs of the claims behind Theorem 1 of Cordonnier et al. 2020 (multi-head attention ⊇ convolution).
 
-Every proof here is symbolic in the sizes its statement quantifies over: grid sizes, kernel size, number of heads,
-channel counts, dilation, stride and α are symbols, and sums over them are SymPy ``Sum`` objects. Attention
-matrices are never written down as shift matrices: they are the α → ∞ limits of the quadratic encoding's softmax
-(``attnconv.proofs._symbolic.hard_limits``), so a wrong encoding makes the conclusion fail. Each function has
-an argument that makes its claim false (a sign, a centre, a block order), and the tests check that this false
-version is reported as not verified.
+What SymPy derives here, and what it does not:
 
-Conventions: a query at q attends to the key at k = q + δ; head h has centre Δ^(h); the input X is zero-padded, so
-sums over keys run over all of Z and the padded keys read zero; the convolution is the cross-correlation
-y_q = Σ_Δ X_{q+Δ} W_Δ (PyTorch's).
+- Each head's attention is derived from the encoding's own logit v·r_δ (:mod:`attnconv.proofs.limit`): the logit
+  has an interior maximum at the centre, the nearest key wins by a gap α·g, and the squeeze gives the α → ∞
+  limit. It is never typed in as a shift matrix, so the opposite sign fails (no interior maximum) and a
+  half-integer centre fails (a named tie), while an off-grid centre with a unique nearest key still verifies.
+- Theorem 1, the 1-D case and dilation/stride sum over the keys of the zero-padded canvas with the image size,
+  K, the padding, stride, dilation, the channels and the output pixel symbolic: whether a head's target lies on
+  the canvas is decided symbolically (:func:`~attnconv.proofs.limit.decide_conditions`).
+- Lemma 1 carries which head meets which block of W_out; the concatenation identity is by induction over N_h.
+- The finite-α bound keeps α symbolic, derives the tail-mass bound from the logit and the triangle inequality
+  from the Lagrange identity. Taking the limit with M keys and the gap symbolic is SymPy's ``limit``.
+- Not derived: that a product of per-axis limits is the 2-D limit beyond the factorisation of the softmax
+  (:func:`softmax_factorization`), and the induction over keys that extends the triangle inequality from two
+  vectors to a weighted sum; both are stated in the docstrings.
+
+Every function has arguments that make its claim false (a sign, a centre, a block order) and, where natural, ones
+that keep it true (an off-grid centre); ``attnconv.claims`` lists them and the tests run them.
+
+Conventions: a query at q attends to the key at k = q + δ; head h has centre Δ^(h); the input X̃ is X padded with
+zeros; the convolution is the cross-correlation y_q = Σ_a X̃_{s q + d a - p} W_a (PyTorch's).
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ __all__ = [
     "theorem1",
     "one_dimensional_case",
     "dilation_and_stride",
+    "unpadded_boundary_refutation",
     "finite_alpha_bound",
     "softmax_factorization",
 ]
@@ -250,6 +262,8 @@ def lemma1_block_identity(attention: Callable[[sp.Expr, sp.Expr, sp.Expr], sp.Ex
         "Lemma 1 of the paper (heads concatenated = sum of shifted products)",
         "concat_h[A^(h) X W_val^(h)] W_out = Σ_h shift_Δh(X) W_val^(h) W_out^(h) for every N_h, N, D_in, D_h, D_out",
         steps, scope="induction", variables=("N_h", "N", "D_in", "D_h", "D_out"),
+        latex=r"\operatorname{concat}_h\big[A^{(h)} X W^{(h)}_{val}\big] W_{out}"
+              r" = \sum_h \operatorname{shift}_{\Delta^{(h)}}(X)\, W^{(h)}_{val} W^{(h)}_{out}",
     )
 
 
@@ -325,7 +339,7 @@ def theorem1(offset: sp.Expr = 0, sign: int = -1, padded: bool = True) -> ProofR
     convolution's output grid, computes the K x K convolution y_q = Σ_a X̃_{q+a-p} W_a.
 
     Symbolic in the image size H x W, the kernel size K, the padding p, D_in, D_out and the output pixel q
-    (:func:`_padded_conv`): the pad-attend-crop step is derived for every size, and each head's attention is the
+    (``_padded_conv``): the pad-attend-crop step is derived for every size, and each head's attention is the
     derived limit of its logit. True variant: ``offset=1/3`` (off-grid centres, each with a unique nearest key).
     False variants: ``offset=1/2`` (ties), ``sign=+1`` (no interior maximum), ``padded=False`` (attention over the
     unpadded image; refuted by :func:`unpadded_boundary_refutation`).
@@ -368,7 +382,7 @@ def one_dimensional_case(center_coefficient: int = -2, sign: int = -1, offset: s
 def dilation_and_stride(dilated_centers: bool = True, sign: int = -1, offset: sp.Expr = 0) -> ProofResult:
     """Dilation d and stride s: heads centred on d a - p, with the output read at the canvas queries s q, compute
     the dilated, strided convolution y_q = Σ_a X̃_{s q + d a - p} W_a (PyTorch's). Symbolic in s, d, K, p, the
-    image size, the channels and q, on the zero-padded canvas (:func:`_padded_conv`).
+    image size, the channels and q, on the zero-padded canvas (``_padded_conv``).
 
     ``dilated_centers=False`` centres the heads on a - p, as if the dilation were ignored (false); ``sign=+1``
     is the encoding with the opposite sign (false).

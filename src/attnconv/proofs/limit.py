@@ -1,14 +1,14 @@
 """The α → ∞ limit of a quadratic head, derived from the encoding's own logit (Cordonnier et al. 2020, Lemma 2).
 
 The logit of a head with centre Δ on one axis is v·r_δ with r_δ = (δ², δ) and v = -α(1, -2Δ)
-(:func:`encoding_logit`, tied to :func:`attnconv.positional.quadratic.positional_query` and
-:func:`~attnconv.positional.quadratic.quadratic_features` by a test). :func:`axis_limit` derives, in order:
+(:func:`encoding_logit`, tied to ``attnconv.positional.quadratic.positional_query`` and
+``quadratic_features`` by a test). :func:`axis_limit` derives, in order:
 
 1. the logit has an interior maximum (its second derivative in δ is negative) and it sits at δ* = Δ;
 2. the nearest key k* = round(Δ) wins by a gap: every other key's logit is at least α·g below it, with
    g = 1 - 2|Δ - k*| (g = 1 for an integer centre). A half-integer centre has g = 0: two keys tie;
 3. the hard-limit lemma: with a gap g > 0, the softmax puts weight → 1 on k* and → 0 elsewhere, for any number M of
-   keys (:func:`attnconv.proofs._symbolic.hard_limits`).
+   keys (``attnconv.proofs._symbolic.hard_limits``).
 
 With the opposite sign, v = +α(1, -2Δ), step 1 fails: the logit has a minimum where the true one has its maximum,
 and the softmax runs to the far ends of the grid. Every inequality is decided by :func:`nonnegative`: after
@@ -147,7 +147,8 @@ def axis_limit(center: sp.Expr, sign: int = -1, coefficient: int = -2) -> AxisLi
         sp.Integer(0) if curvature.is_negative else curvature, scope="general", variables=("α", "Δ"))
     critical = sp.expand(sp.solve(sp.diff(logit, delta), delta)[0])
     # completing the square about the centre: ℓ(δ) = ℓ(Δ) + sign·α(δ - Δ)², so (with step 1) the peak is at Δ
-    peak = verify_equal("the maximum sits at the centre", f"ℓ(δ) = ℓ(Δ) {'-' if sign < 0 else '+'} α(δ - Δ)², Δ = {center}",
+    peak = verify_equal("completing the square about the centre",
+                        f"ℓ(δ) = ℓ(Δ) {'-' if sign < 0 else '+'} α(δ - Δ)², Δ = {center}",
                         logit, logit.subs(delta, center) + sign * alpha * (delta - center) ** 2,
                         simplify=sp.expand, scope="general", variables=("α", "Δ", "δ"))
     offset = sum((t for t in sp.Add.make_args(critical) if t.is_Rational), sp.Integer(0))
@@ -175,7 +176,8 @@ def axis_limit(center: sp.Expr, sign: int = -1, coefficient: int = -2) -> AxisLi
         difference = sp.expand(integer_logit.subs(key, nearest) - integer_logit.subs(key, nearest + 1))
         separated = ProofResult(f"tie: the keys at offsets {nearest} and {nearest + 1} have equal logits",
                                 f"g = {gap}: no unique nearest key (logit difference {difference}); the limit "
-                                "splits the weight", sp.Integer(1), scope="general", variables=("Δ", "α"))
+                                "splits the weight", sp.Integer(1),  # residual 1: the premise g > 0 fails
+                                scope="general", variables=("Δ", "α"))
     limit_nearest, limit_other = hard_limits(-1, ties)
     squeeze = ProofResult("hard-limit lemma", "a gap g > 0 gives weight → 1 on the nearest key and → 0 elsewhere",
                           sp.Matrix([limit_nearest - 1, limit_other]), scope="general",
