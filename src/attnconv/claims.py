@@ -420,7 +420,8 @@ def ledger_html(rows: list[LedgerRow], numbers: dict[str, str] | None = None, li
         lines = [
             f'<div class="claims-ledger-entry" id="claim-{html.escape(c.label)}" style="border-top: 1px solid '
             f'rgba(128,128,128,0.4); padding: 0.5em 0; {_WRAP}">',
-            f"<p style=\"margin: 0\"><strong>{box}</strong> · <code>{html.escape(c.label)}</code> · {status} · "
+            f"<p style=\"margin: 0\"><strong>{box}</strong> · <span style=\"font-family: monospace\">"
+            f"{html.escape(c.label)}</span> · {status} · "
             f"{html.escape(scope)} · {row.seconds:.2f} s</p>",
             f"<p style=\"margin: 0.2em 0\">{html.escape(c.statement)}</p>",
         ]

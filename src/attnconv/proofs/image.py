@@ -165,8 +165,8 @@ def hard_attention_limit(sign: int = -1, offset: sp.Expr = 0) -> ProofResult:
 
     The logit of a head centred on Δ + ``offset`` (Δ an integer symbol) is v·r_δ = -α(δ² - 2(Δ + f)δ), the
     library's ``positional_query`` dotted with ``quadratic_features``. :func:`~attnconv.proofs.limit.axis_limit`
-    derives that it has an interior maximum, that the nearest key wins by a gap α·g (g = 1 - 2|f|, for every
-    |f| < 1/2 by :func:`~attnconv.proofs.limit.gap_lemma`), and the squeeze: weight → 1 on the nearest key,
+    derives that it has an interior maximum, that the nearest key wins by a gap α·g (g = 1 - 2 abs(f), for every
+    abs(f) < 1/2 by :func:`~attnconv.proofs.limit.gap_lemma`), and the squeeze: weight → 1 on the nearest key,
     → 0 elsewhere, for any number M of keys. A 2-D head is the product of two such axes
     (:func:`softmax_factorization`).
 
@@ -259,11 +259,12 @@ def lemma1_block_identity(attention: Callable[[sp.Expr, sp.Expr, sp.Expr], sp.Ex
         variables=("N_h", "D_in", "D_h", "D_out", "q", "Δ_h"))
     steps = [assignment, single, base, step] + ([limit] if limit is not None else [])
     return combine(
-        "Lemma 1 of the paper (heads concatenated = sum of shifted products)",
+        "heads concatenated = sum of shifted products (the paper's Lemma 1)",
         "concat_h[A^(h) X W_val^(h)] W_out = Σ_h shift_Δh(X) W_val^(h) W_out^(h) for every N_h, N, D_in, D_h, D_out",
         steps, scope="induction", variables=("N_h", "N", "D_in", "D_h", "D_out"),
-        latex=r"\operatorname{concat}_h\big[A^{(h)} X W^{(h)}_{val}\big] W_{out}"
-              r" = \sum_h \operatorname{shift}_{\Delta^{(h)}}(X)\, W^{(h)}_{val} W^{(h)}_{out}",
+        latex=r"\begin{aligned} &\operatorname{concat}_h\big[A^{(h)} X W^{(h)}_{val}\big] W_{out} \\"
+              r" &= \textstyle\sum_h \operatorname{shift}_{\Delta^{(h)}}(X)\, W^{(h)}_{val} W^{(h)}_{out}"
+              r" \end{aligned}",
     )
 
 
@@ -350,7 +351,7 @@ def theorem1(offset: sp.Expr = 0, sign: int = -1, padded: bool = True) -> ProofR
         steps.append(unpadded_boundary_refutation())
         residual = residual + steps[-1].residual
     return ProofResult(
-        "Theorem 1 of the paper (2-D): MHSA with K² quadratic heads = K×K convolution",
+        "MHSA with K² quadratic heads = K×K convolution (the paper's Theorem 1, 2-D)",
         "α→∞, centres on the taps, zero padding then crop, D_h ≥ rank W_Δ: MHSA(X)_q = Σ_Δ X̃_{q+Δ} W_Δ",
         residual, scope="general", variables=("H", "W", "K", "p", "D_in", "D_out", "q"), steps=tuple(steps),
     )

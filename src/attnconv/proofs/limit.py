@@ -6,7 +6,7 @@ The logit of a head with centre Δ on one axis is v·r_δ with r_δ = (δ², δ)
 
 1. the logit has an interior maximum (its second derivative in δ is negative) and it sits at δ* = Δ;
 2. the nearest key k* = round(Δ) wins by a gap: every other key's logit is at least α·g below it, with
-   g = 1 - 2|Δ - k*| (g = 1 for an integer centre). A half-integer centre has g = 0: two keys tie;
+   g = 1 - 2 abs(Δ - k*) (g = 1 for an integer centre). A half-integer centre has g = 0: two keys tie;
 3. the hard-limit lemma: with a gap g > 0, the softmax puts weight → 1 on k* and → 0 elsewhere, for any number M of
    keys (``attnconv.proofs._symbolic.hard_limits``).
 
@@ -82,8 +82,9 @@ def decide_conditions(expr: sp.Expr) -> sp.Expr:
 
 
 def gap_lemma() -> ProofResult:
-    """For a centre Δ = k* + f with |f| < 1/2, every key k* + m (m ≠ 0 an integer) has a logit at least α(1 - 2|f|)
-    below the nearest key's, for every such f (general: f = ±u / (2(1 + u)) with u ≥ 0 covers -1/2 < f < 1/2).
+    """For a centre Δ = k* + f with abs(f) < 1/2, every key k* + m (m ≠ 0 an integer) has a logit at least
+    α(1 - 2 abs(f)) below the nearest key's, for every such f (general: f = ±u / (2(1 + u)) with u ≥ 0 covers
+    -1/2 < f < 1/2).
 
     From the logit: [ℓ(k*) - ℓ(k* + m)] / α = m² - 2 m f; with m = ±(1 + n), n ≥ 0, minus the gap, is ≥ 0.
     """
@@ -182,7 +183,7 @@ def axis_limit(center: sp.Expr, sign: int = -1, coefficient: int = -2) -> AxisLi
     squeeze = ProofResult("hard-limit lemma", "a gap g > 0 gives weight → 1 on the nearest key and → 0 elsewhere",
                           sp.Matrix([limit_nearest - 1, limit_other]), scope="general",
                           variables=("M (keys)", "g > 0", "α"))
-    proof = combine(f"α → ∞ limit of the head with centre {center}",
+    proof = combine(f"α → ∞ limit of the head with centre {str(center).replace('Delta', 'Δ')}",
                     "derived from the logit v·r_δ: interior maximum, unique nearest key with a gap, squeeze",
                     [concave, peak, separated, squeeze], scope="general", variables=("Δ", "α", "M"))
     return AxisLimit(proof, nearest, ties, sign)

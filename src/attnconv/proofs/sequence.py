@@ -183,9 +183,9 @@ def query_dependent_is_dynamic_conv(scaled: bool = True, tails: str = "edge") ->
         "query-dependent term = dynamic conv",
         "softmax_j((x_i W^Q + b^Q)·a_clip(j-i)/√D_h) = renormalised dynamic conv with kernel logits x_i W^D + b^D",
         [_query_logit_identity(scaled), row], scope="general", variables=("N", "C", "D_h", "k", "i"),
-        latex=r"\operatorname{softmax}_j\Big(\frac{q_i \cdot a_{\operatorname{clip}(j-i)}}{\sqrt{D_h}}\Big)"
-              r" = \operatorname{softmax}_j\big((X_i W^D + b^D)_{\operatorname{clip}(j-i)}\big),"
-              r"\quad W^D = \frac{W^Q A^\top}{\sqrt{D_h}}",
+        latex=r"\begin{aligned} &\operatorname{softmax}_j\Big(\frac{q_i \cdot a_{\operatorname{clip}(j-i)}}"
+              r"{\sqrt{D_h}}\Big) \\ &= \operatorname{softmax}_j\big((X_i W^D + b^D)_{\operatorname{clip}(j-i)}"
+              r"\big), \\ &W^D = \frac{W^Q A^\top}{\sqrt{D_h}} \end{aligned}",
     )
 
 
@@ -290,8 +290,8 @@ def composite_is_sum_of_kernels(key_predictor: str = "key", fixed_clipped: bool 
         "L_ij = M_ij + κ^fixed[δ] + κ^query_i[δ] + κ^key_i[δ] at δ = j - i; only the κ's are convolutions",
         logit, content + (fixed + query + key).subs(delta, j - i), simplify=sum_simplify,
         scope="definition", variables=("i", "j", "C", "D_h", "k"),
-        latex=r"\alpha_{ij} = \frac{q_i \cdot k_j}{\sqrt{D_h}} + \kappa^{f}[\delta] + \kappa^{q}_i[\delta]"
-              r" + \kappa^{k}_i[\delta], \quad \delta = j - i",
+        latex=r"\begin{aligned} \alpha_{ij} &= \frac{q_i \cdot k_j}{\sqrt{D_h}} + \kappa^{f}[\delta]"
+              r" + \kappa^{q}_i[\delta] + \kappa^{k}_i[\delta], \\ \delta &= j - i \end{aligned}",
     )
 
 
