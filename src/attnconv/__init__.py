@@ -12,6 +12,7 @@ The operations
     - :mod:`attnconv.taps`: kernels as bands of taps (which taps exist, a softmax over them, applying a band).
     - :mod:`attnconv.lightconv`: lightweight, dynamic and depthwise-separable 1-D convolutions.
     - :mod:`attnconv.composite`: composite attention, content plus convolution kernels (Chang et al. 2021).
+    - :mod:`attnconv.gpsa`: ConViT's gated positional self-attention (d'Ascoli et al. 2021).
 
 The theorems
     - :mod:`attnconv.construct`: Theorem 1 as a function, ``conv_to_mhsa``; the sequence converters.
@@ -19,7 +20,8 @@ The theorems
     - :mod:`attnconv.proofs`: the SymPy proofs of every claim; ``attnconv.claims``: the ledger that ties each
       claim to its proof, its check in a chapter and its tests.
     - :mod:`attnconv.analysis`: the converse, how convolutional an attention head is (image shifts, the
-      kernels a trained BERT applies).
+      kernels a trained BERT applies); :mod:`attnconv.reach`: how far a layer looks (mean attention distance of
+      Gaussian heads, a ResNet's receptive field).
 
 The experiments
     - :mod:`attnconv.data`: data sets (CIFAR-10, NLTK corpora, sentence tasks), tokenizers, example inputs.
@@ -36,6 +38,7 @@ The book
 from .attention import MultiHeadSelfAttention
 from .composite import CompositeAttention
 from .conv import conv1d_as_shifts, conv2d_as_shifts, conv_as_shifts, kernel_shifts, shift
+from .gpsa import GatedPositionalSelfAttention
 from .lightconv import DepthwiseSeparableConv1d, DynamicConv1d, LightweightConv1d
 from .tokens import space_to_depth
 
@@ -45,6 +48,7 @@ __all__ = [
     "CompositeAttention",
     "DepthwiseSeparableConv1d",
     "DynamicConv1d",
+    "GatedPositionalSelfAttention",
     "LightweightConv1d",
     "MultiHeadSelfAttention",
     "conv1d_as_shifts",
