@@ -25,6 +25,7 @@ import argparse
 import csv
 import importlib
 import json
+import logging
 import os
 import re
 import secrets
@@ -171,6 +172,10 @@ def _ipc_config(folder: str):
     return config
 
 
+_QUIET = logging.getLogger("attnconv.course.grade.kernel")  # nbclient's own timeout messages: the report says it
+_QUIET.setLevel(logging.CRITICAL)
+
+
 def _cell_error(cell) -> dict | None:
     for out in cell.get("outputs", []):
         if out.get("output_type") == "error":
@@ -225,6 +230,7 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
     with tempfile.TemporaryDirectory(prefix="attnconv-grade-") as folder:
         client = NotebookClient(nb, config=_ipc_config(folder), timeout=cell_timeout, allow_errors=True,
                                 interrupt_on_timeout=True, error_on_timeout=timeout_error, kernel_name="python3",
+                                log=_QUIET,
                                 resources={"metadata": {"path": str(path.parent.resolve())}})
         with client.setup_kernel():
             for index, cell in enumerate(nb.cells):
@@ -233,6 +239,7 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
                 if time.monotonic() - start > total_timeout:
                     errors[index] = {"ename": "TimeLimit", "evalue": "notebook time limit reached"}
                     continue
+                began = time.monotonic()
                 try:
                     client.execute_cell(cell, index)
                 except DeadKernelError:
@@ -241,7 +248,9 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
                 except CellExecutionError as err:
                     errors[index] = {"ename": type(err).__name__, "evalue": str(err)[:300]}
                 if (error := _cell_error(cell)) is not None:
-                    errors[index] = error
+                    timed_out = error["ename"] in ("KeyboardInterrupt", "CellTimeout") and \
+                        time.monotonic() - began >= cell_timeout
+                    errors[index] = timeout_error if timed_out else error
                 for exercise in capture_after.get(index, []):
                     capture = _capture_cell(exercise.names, nonce)
                     client.timeout = CAPTURE_TIMEOUT
