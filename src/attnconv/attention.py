@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import floating_input, positive_int
-from .taps import masked_softmax
+from .taps import masked_softmax, softmax_fp32
 from .positional.base import PositionalLogits
 
 __all__ = ["MultiHeadSelfAttention"]
@@ -248,7 +248,7 @@ class MultiHeadSelfAttention(nn.Module):
 
         logits = self.logits(grid, q, k, pad)  # (N_h, N, N) or (B, N_h, N, N)
         # A padded query may see no key at all (a window or causal mask plus padding): zeros, not NaN, there.
-        probs = masked_softmax(logits) if pad is not None else torch.softmax(logits, dim=-1)
+        probs = masked_softmax(logits) if pad is not None else softmax_fp32(logits, dim=-1)
         attended = F.dropout(probs, p_drop) if p_drop else probs
         heads = attended @ v  # broadcasts a batch-free (N_h, N, N) over the batch: computed once
         out = self.merge_heads(heads, grid)

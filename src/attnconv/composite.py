@@ -35,6 +35,7 @@ from torch import Tensor, nn
 from ._checks import int_at_least, positive_int
 from .attention import MultiHeadSelfAttention
 from .lightconv import DepthwiseSeparableConv1d, masked_softmax, odd_kernel_size
+from .taps import softmax_fp32
 from .positional.base import PositionalLogits
 from .positional.sequence import (
     KeyRelativeLogits,
@@ -301,7 +302,7 @@ class CompositeAttention(MultiHeadSelfAttention):
             [query_band] * len(starts)
         p_drop = self.dropout if self.training else 0.0
         heads, weights = [], []
-        softmax = masked_softmax if (self.window and pad is not None) else torch.softmax  # else no row is all -inf
+        softmax = masked_softmax if (self.window and pad is not None) else softmax_fp32  # else no row is all -inf
         for start, q_chunk, query_chunk in zip(starts, q_rows, query_rows):
             rows = slice(start, min(start + chunk, n))
             chunk_bands = {"query": query_chunk, "key": bands.get("key")}
