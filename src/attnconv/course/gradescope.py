@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--root", type=Path, default=Path("/autograder"))
     args = parser.parse_args(argv)
     if args.command == "build":
-        print(f"autograder written to {build_autograder(args.chapter, args.out, args.cell_timeout, args.total_timeout)}")
+        out = build_autograder(args.chapter, args.out, args.cell_timeout, args.total_timeout)
+        print(f"autograder written to {out}")
     else:
         run(args.root)
     return 0

@@ -80,7 +80,8 @@ def _nbgrader(grade_id: str, points: int | None = None) -> dict:
 
 def answer_cell(label: str, points: int) -> nbformat.NotebookNode:
     """The Markdown cell in which a student writes the written part of exercise ``label``."""
-    cell = nbformat.v4.new_markdown_cell(f"**Your answer to `{label}`** (written, {points} point{'s' if points != 1 else ''})\n\n"
+    unit = "point" if points == 1 else "points"
+    cell = nbformat.v4.new_markdown_cell(f"**Your answer to `{label}`** (written, {points} {unit})\n\n"
                                          f"{ANSWER_PLACEHOLDER}")
     cell.metadata.update(_nbgrader(f"{label}-written", points))
     return cell
