@@ -54,9 +54,9 @@ CHEATS = {
         from attnconv.course.exercises import EXERCISES, CheckResult
         for label, e in list(EXERCISES.items()):
             try:
-                EXERCISES[label] = replace(e, check=lambda **kw: CheckResult(True, "ok"), parts=(("", 5),))
+                EXERCISES[label] = replace(e, check=lambda **kw: CheckResult(True, "ok"), names=(), parts=(("", 5),))
             except TypeError:  # the registry before points came in parts
-                EXERCISES[label] = replace(e, check=lambda **kw: CheckResult(True, "ok"), points=5)
+                EXERCISES[label] = replace(e, check=lambda **kw: CheckResult(True, "ok"), names=(), points=5)
         """),
     # a hook after every cell that prints grade lines, and forges right answers into the grader's own capture line
     "post-run-cell-hook": ("start", """
