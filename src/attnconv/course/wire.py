@@ -6,7 +6,7 @@ SymPy expressions (as ``srepr`` text), exceptions (their type name and message) 
 Anything else becomes ``{"__object__": type name}``, which no check accepts.
 
 :func:`decode` runs in the grader. It rebuilds the values from that JSON and executes nothing: a SymPy ``srepr``
-is parsed with :mod:`ast`, every node is checked to be a call of a SymPy class, a number or a string, and only
+is parsed with Python's ``ast`` module, every node is checked to be a call of a SymPy class, a number or a string, and only
 then is it evaluated with no builtins. Pickle is never used, because unpickling runs code.
 """
 

@@ -123,16 +123,15 @@ def exercises_for(chapter: str) -> list[Exercise]:
 
 
 def exercise_table(chapters: list[str] | None = None):
-    """A Markdown table of the exercises, for notebooks and the book."""
-    from IPython.display import Markdown
+    """A table of the exercises (an HTML table in notebooks and the book), optionally of some chapters only."""
+    from ...display import Table
 
-    rows = ["| chapter | exercise | kind | minutes | graded | points | written |", "|---|---|---|---|---|---|---|"]
+    rows = []
     for e in EXERCISES.values():
         if chapters is None or e.chapter in chapters:
             graded = "hidden inputs" if e.sandboxed else ("yes" if e.graded else "by hand")
-            rows.append(f"| {e.chapter} | `{e.label}` | {e.kind} | {e.minutes} | {graded} | {e.points} | "
-                        f"{e.written or ''} |")
-    return Markdown("\n".join(rows))
+            rows.append([e.chapter, f"`{e.label}`", e.kind, e.minutes, graded, e.points, e.written or ""])
+    return Table(["chapter", "exercise", "kind", "minutes", "graded", "points", "written"], rows)
 
 
 # ----- reading answers generously ---------------------------------------------------------------------------------
