@@ -21,23 +21,24 @@ def _clipped_context(seed: int) -> dict:
     with seeded(seed):
         clipped = MultiHeadSelfAttention(16, 4, positional=RelativePositionBias(4, max_distance=2),
                                          content=False).double()
-    gen = generator(seed + 1)
-    return {"clipped": clipped, "probe_inputs": [torch.randn(2, n, 16, dtype=torch.float64, generator=gen)
-                                                 for n in (10, 7, 3)]}
+    return {"clipped": clipped, "probe_seed": int(seed) + 1}
 
 
 def _clipped_probe(ns) -> dict:
+    """The student's convolution on sequences of 10, 7 and 3 tokens (hidden ones in the grader's sandbox)."""
     equivalent = ns["equivalent"]
     conv = getattr(equivalent, "conv", None)
     dtype = getattr(getattr(conv, "weight", None), "dtype", torch.float64)
+    gen = generator(ns.get("probe_seed", 5))
+    inputs = [torch.randn(2, n, ns["clipped"].embed_dim, dtype=torch.float64, generator=gen) for n in (10, 7, 3)]
     return {"types": [type(equivalent).__name__, type(conv).__name__],
             "width": getattr(conv, "kernel_size", None),
-            "outputs": [equivalent(x.to(dtype)) for x in ns["probe_inputs"]]}
+            "inputs": inputs, "outputs": [equivalent(x.to(dtype)) for x in inputs]}
 
 
-@register("ex-05-clipped-width", CH05, "code", 10, ("types", "width", "outputs"), given=("clipped", "probe_inputs"),
+@register("ex-05-clipped-width", CH05, "code", 10, ("types", "width", "inputs", "outputs"), given=("clipped",),
           context=_clipped_context, probe=_clipped_probe, needs=("equivalent",), parts=(("width", 1), ("outputs", 1)))
-def clipped_width(types, width, outputs, clipped, probe_inputs) -> list[CheckResult]:
+def clipped_width(types, width, inputs, outputs, clipped) -> list[CheckResult]:
     if list(types) != ["ProjectedConv1d", "LightweightConv1d"]:
         bad = f"expected the ProjectedConv1d that attention_to_lightconv returns, received a {types[0]}"
         return [CheckResult(False, bad, "width"), CheckResult(False, bad, "outputs")]
@@ -45,10 +46,13 @@ def clipped_width(types, width, outputs, clipped, probe_inputs) -> list[CheckRes
     first = CheckResult(taps == 19, "19 taps" if taps == 19 else
                         f"received a convolution with {width} taps; expected one that reaches every offset of a "
                         "10-token sequence", "width")
-    for x, got in zip(probe_inputs, outputs):
+    xs = [torch.as_tensor(as_array(x), dtype=torch.float64) for x in inputs]
+    if [tuple(x.shape[:2]) for x in xs] != [(2, 10), (2, 7), (2, 3)] or min(float(x.std()) for x in xs) < 0.5:
+        return [first, CheckResult(False, "the probe's inputs were altered", "outputs")]
+    for x, got in zip(xs, outputs):
         ok, err, tol = close(got, clipped(x)[0])
         if not ok:
-            return [first, CheckResult(False, f"on {x.shape[1]} hidden tokens your convolution differs from the "
+            return [first, CheckResult(False, f"on {x.shape[1]} random tokens your convolution differs from the "
                                               f"attention layer by {err:.1e} (expected within {tol:.0e})", "outputs")]
     return [first, CheckResult(True, "equal outputs on every length up to 10", "outputs")]
 

@@ -12,7 +12,7 @@ CH06 = "06_cifar10_training"
 
 @register("ex-06-params", CH06, "code", 15, ("by_hand",))
 def block_parameters(by_hand) -> CheckResult:
-    from ...models.vision import VisionConfig, build_model
+    from ...models import VisionConfig, build_model
 
     actual = sum(p.numel() for p in build_model("sa-quadratic", VisionConfig()).blocks[0].parameters())
     count = as_whole_number(by_hand)
@@ -52,8 +52,7 @@ def contour_radius(radius, inside) -> list[CheckResult]:
 
 
 def _costs() -> tuple:
-    from ...models.flops import model_cost
-    from ...models.vision import VisionConfig, build_model
+    from ...models import VisionConfig, build_model, model_cost
 
     small = VisionConfig(attention="content", hidden_dim=32, depth=1, num_heads=4, head_dim=8, mlp_dim=32)
     return (model_cost(build_model("sa-content", replace(small, image_size=16)), image_size=16),
