@@ -28,8 +28,10 @@ def test_worked_edition_gets_full_marks(notebook):
     assert not report.cell_errors, report.cell_errors
 
 
-@pytest.mark.parametrize("notebook", [p for p in CHAPTERS if p.stem != CH01], ids=lambda p: p.stem)
-def test_untouched_student_edition_gets_zero_and_only_not_implemented_errors(notebook):
+def test_untouched_student_edition_gets_zero_and_only_not_implemented_errors():
+    """Chapter 05 here, chapter 01 in the cheats' baseline: the two chapters of the course's review. (Each
+    student notebook runs its whole chapter, so the others are left to the stale-edition and stub tests.)"""
+    notebook = ROOT / "notebooks" / "05_relative_positions_are_convolutions.ipynb"
     report = grade_notebook(ROOT / "student" / notebook.name, chapter=notebook.stem, cell_timeout=300)
     assert report.score == 0, report.table()
     assert report.cell_errors, "the stubs must raise"
