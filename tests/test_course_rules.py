@@ -131,3 +131,39 @@ def test_student_edition_has_nbgrader_cells_and_an_answer_cell_per_written_part(
             assert cell.cell_type == "markdown" and "YOUR ANSWER HERE" in cell.source
             assert cell.metadata["nbgrader"]["points"] == e.written and cell.metadata["nbgrader"]["grade"]
     assert any(e.kind == "conceptual" for e in exercises_for(md.stem)) <= any(k.endswith("-written") for k in ids)
+
+
+def _names(source: str, ctx) -> set[str]:
+    import ast
+
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return set()
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
+    if ctx is ast.Store:  # function parameters and imports bind names too
+        names |= {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+        imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        names |= {(a.asname or a.name).split(".")[0] for n in imports for a in n.names}
+    return names
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_no_later_cell_needs_a_name_that_only_a_solution_defines(md):
+    """The student edition runs with only its stubs failing: a name assigned only between BEGIN and END SOLUTION
+    is never read by a cell that is not itself an exercise's cell (a static stand-in for running every student
+    notebook, which costs a kernel per chapter)."""
+    import ast
+
+    import jupytext
+
+    cells = [c.source for c in jupytext.read(md).cells if c.cell_type == "code"]
+    regions = [r for c in cells for r in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", c, re.DOTALL)]
+    outside = [strip_solutions(c) for c in cells]
+    only_solution = set().union(*[_names(r, ast.Store) for r in regions]) - set().union(
+        *[_names(c, ast.Store) for c in outside]) - {"_"}
+    for source in cells:
+        if "### BEGIN SOLUTION" in source:
+            continue
+        needed = _names(source, ast.Load) & only_solution
+        assert not needed, f"{md.name}: a cell outside the exercises reads {needed}, which only a solution defines"
