@@ -8,9 +8,19 @@ import pytest
 import torch
 
 from attnconv.construct import conv_to_mhsa, convert_convolutions
-from attnconv.course.exercises.core import _run
+from attnconv.course.exercises.core import _local
 from attnconv.models.bert import BERT_SIZES, BertForMaskedLM
 from attnconv.models.smallcnn import SmallCNN, predict_logits, synthetic_images
+
+
+def _run(label, values):
+    """Whether every part of the check passes, after the same round trip through data as in the grader."""
+    return Verdict(all(r.passed for r in _local(label, values)))
+
+
+class Verdict:
+    def __init__(self, passed: bool):
+        self.passed = passed
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +64,7 @@ def test_padding_check_recomputes_the_gap():
     with torch.no_grad():
         gap = (tiny(ids, padding_mask=pad)[1, :7] - tiny(ids[1:, :7])[0]).abs().max().item()
     assert _run("ex-07-padding", dict(gap=gap, tiny=tiny, ids=ids, pad=pad)).passed
-    assert gap > 0  # float32 rounding differs between the padded and the unpadded pass
-    assert not _run("ex-07-padding", dict(gap=0.0, tiny=tiny, ids=ids, pad=pad)).passed  # typed-in 0
+    assert not _run("ex-07-padding", dict(gap=gap + 1e-5, tiny=tiny, ids=ids, pad=pad)).passed  # not the model's
+    if gap > 0:  # float32 rounding may differ between the padded and the unpadded pass (not on every CPU)
+        assert not _run("ex-07-padding", dict(gap=0.0, tiny=tiny, ids=ids, pad=pad)).passed  # typed-in 0
     assert not _run("ex-07-padding", dict(gap=gap, tiny=tiny, ids=ids, pad=torch.zeros_like(pad))).passed
