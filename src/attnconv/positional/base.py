@@ -60,10 +60,10 @@ def grid_positions(grid: Sequence[int], device: torch.device | None = None) -> T
 
 
 def relative_offsets(grid: Sequence[int], device: torch.device | None = None) -> Tensor:
-    """Relative positions δ = k - q for every (query q, key k) pair of a grid.
+    """Relative positions δ = j - q for every (query q, key j) pair of a grid.
 
     Returns:
-        ``(N, N, d)`` long tensor with ``out[q, k] = pos[k] - pos[q]``.
+        ``(N, N, d)`` long tensor with ``out[q, j] = pos[j] - pos[q]``.
     """
     pos = grid_positions(grid, device)
     return pos[None, :, :] - pos[:, None, :]
