@@ -38,8 +38,29 @@ def test_png_carries_the_size_and_figures_without_text_carry_none():
     plt.close(blank)
 
 
-def test_install_needs_an_ipython_kernel():
-    assert install() is False  # plain pytest: nothing to install into
+def test_install_registers_the_png_formatter_only_in_a_shell(monkeypatch):
+    import IPython
+
+    from matplotlib.figure import Figure
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)
+    assert install() is False  # no shell: nothing to install into
+
+    class Formatter:
+        def __init__(self):
+            self.types = {}
+
+        def for_type(self, cls, func):
+            self.types[cls] = func
+
+    class Shell:
+        def __init__(self):
+            self.display_formatter = type("D", (), {"formatters": {"image/png": Formatter()}})()
+
+    shell = Shell()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    assert install() is True
+    assert shell.display_formatter.formatters["image/png"].types[Figure] is png_bytes
 
 
 def test_enlarge_small_text_makes_a_wide_figure_legible_in_the_column():
