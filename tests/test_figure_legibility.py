@@ -59,6 +59,7 @@ def test_install_registers_the_png_formatter_only_in_a_shell(monkeypatch):
 
     shell = Shell()
     monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    monkeypatch.setattr(plt, "switch_backend", lambda name: None)  # this stand-in shell has no inline backend
     assert install() is True
     assert shell.display_formatter.formatters["image/png"].types[Figure] is png_bytes
 
