@@ -10,8 +10,9 @@ and the layer concatenates the heads and projects them:
     MHSA(X) = concat_h[SA^(h)(X)] W_out + b_out                                (N x D_out).
 
 P^(h) is an optional relative-position term from :mod:`attnconv.positional` and M is -inf on padded keys.
-A padded token's key and value are set to zero after the projections, so nothing it holds (not even NaN) reaches
-an unpadded token's output; its own output (a padded query) is computed as in ``torch.nn.MultiheadAttention``.
+A padded token reads as zeros before the projections, and its key and value are zero after them, so nothing it
+holds (not even NaN or inf) reaches an unpadded token's output or, in the backward pass, a parameter's gradient.
+Its own output (a padded query) is that of ``torch.nn.MultiheadAttention`` on the input with padding zeroed.
 """
 
 from __future__ import annotations
@@ -228,6 +229,8 @@ class MultiHeadSelfAttention(nn.Module):
             n = math.prod(grid)
             return out, (x.new_zeros(0, self.num_heads, n, n) if need_weights else None)
         tokens = x.reshape(x.shape[0], -1, self.embed_dim)  # (B, N, C)
+        if key_padding_mask is not None:  # not a product with the mask: 0 * NaN would still be NaN in backward
+            tokens = tokens.masked_fill(key_padding_mask.reshape(tokens.shape[:2])[..., None], 0.0)
         q, k, v = self.project(tokens)  # (B, N_h, N, D_h) each
         if key_padding_mask is not None:
             k, v = self.zero_padded(k, v, key_padding_mask)

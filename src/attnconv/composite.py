@@ -277,8 +277,8 @@ class CompositeAttention(MultiHeadSelfAttention):
         pad = None if key_padding_mask is None else self.padding_bias(key_padding_mask, x.shape, x.dtype)
         if x.shape[0] == 0:  # an empty batch: an empty output
             return MultiHeadSelfAttention.forward(self, x, key_padding_mask, need_weights)
-        if pad is not None and self.conv_projections:
-            x = x.masked_fill(key_padding_mask[..., None], 0.0)  # padding reads as a convolution's zero padding
+        if pad is not None:  # padding reads as zeros (a convolution's zero padding); NaN reaches no gradient
+            x = x.masked_fill(key_padding_mask[..., None], 0.0)
         q, k, v = self.project(x)  # (B, N_h, N, D_h), or None when unused
         if pad is not None:
             k, v = self.zero_padded(k, v, key_padding_mask)  # nothing a padded token holds reaches the others

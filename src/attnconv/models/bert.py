@@ -36,6 +36,7 @@ from .._checks import int_at_least, positive_int
 from ..attention import MultiHeadSelfAttention
 from ..composite import CompositeAttention
 from ..positional.sequence import KeyRelativeLogits, QueryRelativeLogits, RelativePositionBias
+from ..taps import check_padding_mask
 
 __all__ = ["BERT_SIZES", "VARIANTS", "AttentionVariant", "BertClassifier", "BertConfig", "BertEncoder",
            "BertForMaskedLM", "composite_layers", "make_bert_attention"]
@@ -176,7 +177,12 @@ class BertBlock(nn.Module):
         self.drop = nn.Dropout(config.dropout)
 
     def forward(self, h: Tensor, padding_mask: Tensor | None = None) -> Tensor:
-        """``(B, N, C)`` -> ``(B, N, C)``; ``padding_mask`` bool ``(B, N)``, ``True`` on padding."""
+        """``(B, N, C)`` -> ``(B, N, C)``; ``padding_mask`` bool ``(B, N)``, ``True`` on padding.
+
+        Padded tokens are zeroed first, so that nothing they hold (NaN included) reaches the MLP's gradients."""
+        if padding_mask is not None:
+            check_padding_mask(padding_mask, h)
+            h = h.masked_fill(padding_mask[..., None], 0.0)
         if self.pre_norm:
             h = h + self.drop(self.attn(self.norm1(h), key_padding_mask=padding_mask)[0])
             return h + self.drop(self.mlp(self.norm2(h)))
