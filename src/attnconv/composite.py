@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import int_at_least, positive_int
+from ._checks import check_finite_result, int_at_least, positive_int
 from .attention import MultiHeadSelfAttention
 from .lightconv import DepthwiseSeparableConv1d, masked_softmax, odd_kernel_size
 from .positional.base import PositionalLogits
@@ -272,7 +272,17 @@ class CompositeAttention(MultiHeadSelfAttention):
 
         Returns:
             ``(out, probs)``: ``out`` is ``(B, N, D_out)``; ``probs`` is ``(B, N_h, N, N)`` or ``None``.
+
+        Raises:
+            NonFiniteResultError: (a ``ValueError``) ``x`` is finite but the logits or the output overflow its
+                dtype; float16 logits are computed in float32 and do not.
         """
+        out, probs = self._attend_composite(x, key_padding_mask, need_weights)
+        check_finite_result("x", out, x, "the attention logits or outputs")
+        return out, probs
+
+    def _attend_composite(self, x: Tensor, key_padding_mask: Tensor | None, need_weights: bool
+                          ) -> tuple[Tensor, Tensor | None]:
         n = self._check_input(x)
         pad = None if key_padding_mask is None else self.padding_bias(key_padding_mask, x.shape, x.dtype)
         if x.shape[0] == 0:  # an empty batch: an empty output
@@ -291,6 +301,9 @@ class CompositeAttention(MultiHeadSelfAttention):
         for term in self.terms:
             band = term.band(n, q, k)  # (N_h, 1, 2k+1) or (B, N_h, N, 2k+1)
             bands[term.frame] = band if term.frame not in bands else bands[term.frame] + band
+        if x.dtype == torch.float16:  # logits in float32: float16 overflows at 65504
+            q, kt = (None if t is None else t.float() for t in (q, kt))
+            bands = {frame: band.float() for frame, band in bands.items()}
         index = relative_index(n, self.max_distance, device=x.device)  # (N, N), shared by every term and chunk
         chunk = self.query_chunk or max(64, CHUNK_LOGITS // (x.shape[0] * self.num_heads * n))
         starts = range(0, n, chunk)
@@ -306,7 +319,7 @@ class CompositeAttention(MultiHeadSelfAttention):
             rows = slice(start, min(start + chunk, n))
             chunk_bands = {"query": query_chunk, "key": bands.get("key")}
             logits = self._chunk_logits(rows, n, q_chunk, kt, chunk_bands, index[rows], pad)  # (B or 1, N_h, T, N)
-            probs = softmax(logits, dim=-1)
+            probs = softmax(logits, dim=-1).to(v.dtype)
             attended = F.dropout(probs, p_drop) if p_drop else probs
             heads.append(attended @ v)  # (B, N_h, T, D_h)
             if need_weights:

@@ -296,10 +296,26 @@ class BertForMaskedLM(nn.Module):
 
     def loss(self, input_ids: Tensor, token_type_ids: Tensor | None, padding_mask: Tensor | None,
              labels: Tensor) -> tuple[Tensor, Tensor]:
-        """Mean cross-entropy over masked positions, and the number of them predicted correctly."""
+        """Mean cross-entropy over masked positions, and the number of them predicted correctly.
+
+        ``labels``: ``(B, N)`` integers, a token id in ``[0, V)`` where a token is predicted, -100 elsewhere. With
+        no predicted position at all, the loss is 0 (with zero gradients), not the NaN of a mean over nothing.
+        """
+        if not isinstance(labels, Tensor) or labels.dtype not in (torch.int64, torch.int32):
+            raise TypeError(f"labels must be an int64 or int32 tensor, got {getattr(labels, 'dtype', type(labels))}")
+        if labels.shape != getattr(input_ids, "shape", None):
+            raise ValueError(f"labels must have the shape of input_ids {tuple(getattr(input_ids, 'shape', ()))}, "
+                             f"got {tuple(labels.shape)}")
+        predicted = labels[labels != -100]
+        if predicted.numel():
+            lo, hi = torch.stack(torch.aminmax(predicted)).tolist()
+            if lo < 0 or hi >= self.config.vocab_size:
+                raise ValueError(f"labels must be -100 or a token id in [0, vocab_size={self.config.vocab_size}), "
+                                 f"got values from {lo} to {hi}")
         logits = self(input_ids, token_type_ids, padding_mask, labels)
-        target = labels[labels != -100]
-        return F.cross_entropy(logits.float(), target), (logits.argmax(-1) == target).sum()
+        if not predicted.numel():
+            return logits.float().sum() * 0.0, predicted.new_zeros(())
+        return F.cross_entropy(logits.float(), predicted), (logits.argmax(-1) == predicted).sum()
 
 
 class BertClassifier(nn.Module):

@@ -17,6 +17,8 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
+from .._checks import NonFiniteResultError
+
 from .base import PositionalLogits, relative_offsets
 
 __all__ = ["AnisotropicGaussianEncoding"]
@@ -74,7 +76,7 @@ class AnisotropicGaussianEncoding(PositionalLogits):
         logits = -torch.einsum("hqki,hij,hqkj->hqk", diff, precision, diff)
         # The logits are <= 0 (-inf is a zero probability); NaN comes only from an overflowed precision or centre.
         if not bool(torch.isfinite(precision).all()) or bool(torch.isnan(logits).any()):
-            raise ValueError(f"the precision Σ^-1 = L Lᵀ and the centers must give logits without NaN in "
+            raise NonFiniteResultError(f"the precision Σ^-1 = L Lᵀ and the centers must give logits without NaN in "
                              f"{precision.dtype}: got precision {precision.detach().tolist()} (use a wider dtype "
                              "or a smaller precision)")
         return logits
