@@ -34,7 +34,7 @@ from torch import Tensor, nn
 
 from ._checks import check_finite_result, int_at_least, positive_int
 from .attention import MultiHeadSelfAttention
-from .lightconv import DepthwiseSeparableConv1d, masked_softmax, odd_kernel_size
+from .lightconv import ACTIVATIONS, DepthwiseSeparableConv1d, masked_softmax, odd_kernel_size
 from .positional.base import PositionalLogits
 from .positional.sequence import (
     KeyRelativeLogits,
@@ -211,7 +211,9 @@ class CompositeAttention(MultiHeadSelfAttention):
         self.window = window
         self.max_length = positive_int("max_length", max_length)
         self.query_chunk = None if query_chunk is None else positive_int("query_chunk", query_chunk)
-        odd_kernel_size(conv_kernel_size)
+        odd_kernel_size(conv_kernel_size, "conv_kernel_size")
+        if conv_activation not in ACTIVATIONS:
+            raise ValueError(f"conv_activation must be one of {ACTIVATIONS}, got {conv_activation!r}")
         self.conv_activation = conv_activation
         self.mixed_projections = bool(mixed_projections)
         if self.mixed_projections and (num_heads < 2 or not conv_projections):

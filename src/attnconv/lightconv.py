@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import floating_input, positive_int
+from ._checks import floating_input, positive_int, probability
 from .taps import apply_band, check_padding_mask, check_tokens, masked_softmax, odd_kernel_size, tap_mask
 
 __all__ = [
@@ -94,9 +94,7 @@ class _HeadKernelConv1d(nn.Module):
         if not self.weight_softmax and self.boundary != "zeros":
             raise ValueError("weight_softmax=False needs boundary='zeros': renormalising over the existing taps is "
                              "a softmax, and a raw kernel has none")
-        if not 0.0 <= weight_dropout < 1.0:
-            raise ValueError(f"weight_dropout must be in [0, 1), got {weight_dropout!r}")
-        self.weight_dropout = weight_dropout
+        self.weight_dropout = probability("weight_dropout", weight_dropout)
 
     def normalise(self, logits: Tensor, n: int, key_padding_mask: Tensor | None = None) -> Tensor:
         """Kernel logits ``(B or 1, N_h, N or 1, K)`` -> kernels: the logits themselves (``weight_softmax=False``),

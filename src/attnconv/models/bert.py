@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._checks import int_at_least, positive_int
+from .._checks import int_at_least, positive_int, probability
 from ..attention import MultiHeadSelfAttention
 from ..composite import CompositeAttention
 from ..positional.sequence import KeyRelativeLogits, QueryRelativeLogits, RelativePositionBias
@@ -132,8 +132,7 @@ class BertConfig:
         if self.variant not in VARIANTS:
             raise ValueError(f"variant must be one of {tuple(VARIANTS)}, got {self.variant!r}")
         int_at_least("max_distance", self.max_distance, 1)
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
+        probability("dropout", self.dropout)
         if not 0 <= self.pad_id < self.vocab_size:
             raise ValueError(f"pad_id must be in [0, vocab_size={self.vocab_size}), got {self.pad_id!r}")
 

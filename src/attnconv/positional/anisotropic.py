@@ -69,7 +69,7 @@ class AnisotropicGaussianEncoding(PositionalLogits):
     def forward(self, grid: tuple[int, ...], queries: Tensor | None = None, keys: Tensor | None = None) -> Tensor:
         """Logits ``(N_h, N, N)``, shared by the batch."""
         if len(grid) != 2:
-            raise ValueError(f"AnisotropicGaussianEncoding works on (H, W) grids, got {tuple(grid)}")
+            raise ValueError(f"grid must be (H, W): AnisotropicGaussianEncoding works on images, got {tuple(grid)}")
         precision = self.precision()
         delta = relative_offsets(grid, self.centers.device).to(self.centers.dtype)  # (N, N, 2)
         diff = delta[None] - self.centers[:, None, None, :]  # (N_h, N, N, 2)
