@@ -63,10 +63,10 @@ test-course: $(STAMP)
 	$(BIN)/python -m pytest tests/course -q
 
 student: $(STAMP)
-	$(BIN)/python -m attnconv.student --out student
+	$(BIN)/python -m attnconv.course.student --out student
 
 book-student: $(STAMP) $(VENDOR)/.complete
-	$(BIN)/python -m attnconv.student --out student --book _build/student/src
+	$(BIN)/python -m attnconv.course.student --out student --book _build/student/src
 	$(BIN)/jupyter-book build -W -n --keep-going _build/student/src --path-output _build/student
 
 clean:

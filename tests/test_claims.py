@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attnconv.claims import CLAIMS, missing_checks, run_ledger
+from attnconv.claims import (CLAIMS, book_numbers, immediate_general_steps, ledger_html, missing_checks, run_ledger,
+                             scope_counts)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,10 +31,43 @@ def test_missing_checks_notices_a_missing_test():
     assert missing_checks(broken, ROOT) == ["test tests/test_claims.py::test_no_such_test"]
 
 
-def test_ledger_verifies_in_general_and_fast():
+def test_every_proof_false_variant_and_true_variant_runs_as_the_ledger_says():
     rows = run_ledger()
     for row in rows:
-        assert row.result.verified and row.wrong_rejected, row.claim.label
+        assert row.result.verified, row.claim.label
+        assert row.false_rejected and all(rejected for _, rejected in row.false_rejected), row.claim.label
+        assert all(verified for _, verified in row.true_verified), row.claim.label
+        assert row.ok
     general = [r for r in rows if r.claim.label in CORE and r.result.scope in ("general", "induction")]
-    assert len(general) >= 13
-    assert sum(r.seconds for r in rows) < 60
+    assert len(general) >= 12
+    assert sum(r.seconds + r.variant_seconds for r in rows) < 120
+
+
+def test_no_general_label_on_a_proof_whose_sides_are_the_same_expression():
+    for claim in CLAIMS:
+        assert immediate_general_steps(claim.proof()) == [], claim.label
+    for label in ("conv-shifts", "key-dependent", "composite"):
+        assert next(c for c in CLAIMS if c.label == label).proof().scope == "definition"
+
+
+def test_encoding_claims_list_the_opposite_sign():
+    for label in ("hard-limit", "lemma-1", "theorem-1-2d", "one-dimensional", "dilation-stride"):
+        claim = next(c for c in CLAIMS if c.label == label)
+        assert any("sign" in description for description, _ in claim.false_variants), label
+
+
+def test_ledger_page_counts_scopes_and_links_the_boxes():
+    rows = run_ledger(tuple(c for c in CLAIMS if c.label in ("lemma-1", "composite", "t5-buckets")))
+    counts = scope_counts(rows)
+    assert counts == {"general": 0, "induction": 1, "instance": 1, "definition": 1}
+    page = ledger_html(rows, book_numbers(ROOT))
+    assert '<a href="../notebooks/03_attention_can_express_convolution.html#lem-heads-shifts">Lemma 3.1</a>' in page
+    assert "Theorem 5.3" in page and "tests/test_composite.py::test_matches_the_formula" in page
+    assert "the output blocks of heads 1 and 2 swapped" in page and "permuted bucket ids" in page
+    assert "expanding definitions" in page
+
+
+def test_book_numbers_follow_the_chapters():
+    numbers = book_numbers(ROOT)
+    assert numbers["lem-conv-shifts"] == "Lemma 1.1"
+    assert numbers["thm-attention-conv"] == "Theorem 3.1" and numbers["thm-shaw"] == "Theorem 5.2"

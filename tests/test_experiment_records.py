@@ -75,3 +75,26 @@ def test_bag_of_words_beats_every_cpu_quick_bert_on_the_same_examples():
         assert runs and all(f["train_examples"] == bow[task]["subset"]["train_examples"] for f in runs)
         best = max(f["test_acc_mean"] for f in runs)
         assert round(100 * (bow[task]["subset"]["test_acc"] - best)) == gap, task
+
+
+def test_chapter06_reach_claims():
+    """Chapter 06, 'How far the heads look': short runs change nothing measurable, the longest run sharpens some
+    heads and moves its first layer in and its last out, by less than 1.5 pixels; ResNet18's fields."""
+    from attnconv.models import build_model
+    from attnconv.reach import receptive_fields, run_reach
+    from attnconv.train import named_config
+    from attnconv.train.runs import read_jsonl
+
+    sa = named_config("cpu-quick").sa
+    quick = [run_reach(load_run(RESULTS / f"cpu-quick-sa-quadratic-random-s{s}").centers, sa.grid, sa.block)
+             for s in range(3)]
+    longest = run_reach(read_jsonl(RESULTS / "cpu-long-sa-quadratic" / "centers.jsonl"), sa.grid, sa.block)
+    assert all(layer["share_alpha_above_1"] == 0 for r in quick + [longest] for layer in r["init"])
+    assert all(abs(b["mean_distance"] - a["mean_distance"]) < 0.25 and b["share_alpha_above_1"] == 0
+               for r in quick for a, b in zip(r["init"], r["trained"]))
+    assert max(layer["share_alpha_above_1"] for layer in longest["trained"]) > 0
+    change = [b["mean_distance"] - a["mean_distance"] for a, b in zip(longest["init"], longest["trained"])]
+    assert change[0] < 0 < change[-1] and all(abs(c) < 1.5 for c in change)
+    assert all(layer["mean_distance"] < 8 for layer in longest["trained"])
+    fields = receptive_fields(build_model("resnet18", named_config("cpu-quick").resnet))
+    assert fields[0]["rf"] == 11 and fields[2]["rf"] > 32

@@ -14,14 +14,17 @@ CASES = [
     (proofs.quadratic_identity, {}, dict(center_coefficient=2)),
     (proofs.shift_invariance, {}, dict(per_entry=True)),
     (proofs.hard_attention_limit, {}, dict(sign=1)),
-    (proofs.hard_attention_limit, {}, dict(integer_centers=False)),
+    (proofs.hard_attention_limit, {}, dict(offset=sp.Rational(1, 2))),
+    (proofs.hard_attention_limit, dict(offset=sp.Rational(1, 3)), dict(offset=sp.Rational(-1, 2))),
     (proofs.lemma1_block_identity, {}, dict(swap_blocks=True)),
+    (proofs.lemma1_block_identity, {}, dict(sign=1)),
     (proofs.rank_condition, {}, dict(short_by=1)),
     (proofs.rank_bound, {}, dict(d_h=2, claimed_rank=1)),
-    (proofs.theorem1, {}, dict(integer_centers=False)),
+    (proofs.theorem1, {}, dict(offset=sp.Rational(1, 2))),
     (proofs.theorem1, {}, dict(sign=1)),
     (proofs.theorem1, {}, dict(padded=False)),
     (proofs.one_dimensional_case, {}, dict(center_coefficient=2)),
+    (proofs.one_dimensional_case, dict(offset=sp.Rational(-1, 4)), dict(sign=1)),
     (proofs.dilation_and_stride, {}, dict(dilated_centers=False)),
     (proofs.finite_alpha_bound, {}, dict(factor=sp.Rational(1, 2))),
     (proofs.softmax_factorization, {}, dict(coupled=True)),
@@ -32,7 +35,7 @@ CASES = [
 def test_claim_verified_and_wrong_variant_rejected(proof, good, bad):
     result = proof(**good)
     assert isinstance(result, ProofResult) and result.verified, result
-    assert result.scope in ("general", "induction") or proof is proofs.rank_bound
+    assert result.scope in ("general", "induction", "definition") or proof is proofs.rank_bound
     wrong = proof(**bad)
     assert not wrong.verified, wrong
     assert "✘ NOT verified" in wrong._repr_markdown_() and "✔ verified" in result._repr_markdown_()

@@ -212,3 +212,25 @@ def test_bert_configs_accept_cuda_n():
     assert PretrainConfig(device="cuda:0").device == FinetuneConfig(device="cuda:0").device == "cuda:0"
     with pytest.raises(ValueError, match="cuda:N"):
         FinetuneConfig(device="tpu")
+
+
+def test_bf16_pretraining_resumes_exactly_and_fine_tuning_records_its_precision(data, corpora, tmp_path):
+    config = replace(SMOKE, precision="bf16")
+    pretrain_bert(config, tmp_path / "straight", data=data)
+    with pytest.raises(Interrupt):
+        pretrain_bert(config, tmp_path / "resumed", data=data, on_step=_stop_at(5))
+    with pytest.raises(ValueError, match="trained in bf16"):
+        pretrain_bert(replace(config, precision="fp32"), tmp_path / "resumed", data=data, resume=True)
+    pretrain_bert(config, tmp_path / "resumed", data=data, resume=True)
+    a, b = (load_checkpoint(tmp_path / run / "checkpoint.pt") for run in ("straight", "resumed"))
+    assert a["precision"] == b["precision"] == "bf16"
+    assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+    assert all(v.dtype == torch.float32 for v in a["model"].values() if v.is_floating_point())
+    assert json.loads((tmp_path / "straight" / "provenance.json").read_text())["precision"]["used"] == "bf16"
+    task = load_task("subj", corpora)
+    finetune_bert(replace(FT, seeds=(0,), epochs=1, precision="bf16"), tmp_path / "straight", tmp_path / "ft", task=task)
+    prov = json.loads((tmp_path / "ft" / "provenance.json").read_text())
+    assert prov["precision"] == {"requested": "bf16", "used": "bf16", "reason": "requested"}
+    with pytest.raises(ValueError, match="trained in bf16"):
+        finetune_bert(replace(FT, seeds=(0,), epochs=1, precision="fp32"), tmp_path / "straight", tmp_path / "ft",
+                      task=task, resume=True)

@@ -19,7 +19,8 @@ The theorems
     - :mod:`attnconv.proofs`: the SymPy proofs of every claim; ``attnconv.claims``: the ledger that ties each
       claim to its proof, its check in a chapter and its tests.
     - :mod:`attnconv.analysis`: the converse, how convolutional an attention head is (image shifts, the
-      kernels a trained BERT applies).
+      kernels a trained BERT applies); :mod:`attnconv.reach`: how far a layer looks (mean attention distance of
+      Gaussian heads, a ResNet's receptive field).
 
 The experiments
     - :mod:`attnconv.data`: data sets (CIFAR-10, NLTK corpora, sentence tasks), tokenizers, example inputs.
@@ -31,11 +32,6 @@ The book
     - :mod:`attnconv.viewer`, :mod:`attnconv.display`: kernel-free interactive figures, and outputs (tables,
       typeset maths) that a static page shows as meant.
     - :mod:`attnconv.course`: the exercises with their checks, the student edition and the autograder.
-
-Old paths kept for one release: ``attnconv.plotting``, ``plotting_sequence``, ``viz``, ``viz_text`` (now
-:mod:`attnconv.figures` and :mod:`attnconv.analysis`), ``attnconv.smallcnn`` (:mod:`attnconv.models.smallcnn`),
-``attnconv.exercises``, ``attnconv.grade`` and ``attnconv.student`` (:mod:`attnconv.course`), ``attnconv.train.config`` and
-``attnconv.train.bert`` (the modules of :mod:`attnconv.train`).
 """
 
 from .attention import MultiHeadSelfAttention

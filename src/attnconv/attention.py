@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import check_finite_result, floating_input, positive_int, probability
-from .taps import masked_softmax
+from .taps import masked_softmax, softmax_fp32
 from .positional.base import PositionalLogits
 
 __all__ = ["MultiHeadSelfAttention"]
@@ -54,6 +54,14 @@ def attend_factorized(axes: list[Tensor], v: Tensor, grid: tuple[int, ...]) -> T
         p = axes[axis][None, :, None]  # (1, N_h, 1, L_a, L_a)
         out = p @ out.reshape(b, heads, before, grid[axis], after)  # (B, N_h, before, L_a, after)
     return out.reshape(b, heads, n, d)
+
+
+def probs_like(probs: Tensor, v: Tensor) -> Tensor:
+    """Probabilities normalised in float32 (:func:`~attnconv.taps.softmax_fp32`) back in the values' dtype, so that
+    a float16 module multiplies float16 by float16; under autocast the matmul picks the dtype itself."""
+    if probs.dtype == v.dtype or torch.is_autocast_enabled(v.device.type):
+        return probs
+    return probs.to(v.dtype)
 
 
 def _wide(t: Tensor) -> Tensor:
@@ -266,8 +274,8 @@ class MultiHeadSelfAttention(nn.Module):
 
         logits = self.logits(grid, q, k, pad)  # (N_h, N, N) or (B, N_h, N, N)
         # A padded query may see no key at all (a window or causal mask plus padding): zeros, not NaN, there.
-        probs = masked_softmax(logits) if pad is not None else torch.softmax(logits, dim=-1)
-        probs = probs.to(v.dtype)
+        probs = masked_softmax(logits) if pad is not None else softmax_fp32(logits, dim=-1)
+        probs = probs_like(probs, v)
         attended = F.dropout(probs, p_drop) if p_drop else probs
         heads = attended @ v  # broadcasts a batch-free (N_h, N, N) over the batch: computed once
         out = self.merge_heads(heads, grid)

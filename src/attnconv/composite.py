@@ -33,8 +33,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import check_finite_result, int_at_least, positive_int
-from .attention import MultiHeadSelfAttention
+from .attention import MultiHeadSelfAttention, probs_like
 from .lightconv import ACTIVATIONS, DepthwiseSeparableConv1d, masked_softmax, odd_kernel_size
+from .taps import softmax_fp32
 from .positional.base import PositionalLogits
 from .positional.sequence import (
     KeyRelativeLogits,
@@ -316,12 +317,12 @@ class CompositeAttention(MultiHeadSelfAttention):
             [query_band] * len(starts)
         p_drop = self.dropout if self.training else 0.0
         heads, weights = [], []
-        softmax = masked_softmax if (self.window and pad is not None) else torch.softmax  # else no row is all -inf
+        softmax = masked_softmax if (self.window and pad is not None) else softmax_fp32  # else no row is all -inf
         for start, q_chunk, query_chunk in zip(starts, q_rows, query_rows):
             rows = slice(start, min(start + chunk, n))
             chunk_bands = {"query": query_chunk, "key": bands.get("key")}
             logits = self._chunk_logits(rows, n, q_chunk, kt, chunk_bands, index[rows], pad)  # (B or 1, N_h, T, N)
-            probs = softmax(logits, dim=-1).to(v.dtype)
+            probs = probs_like(softmax(logits, dim=-1), v)
             attended = F.dropout(probs, p_drop) if p_drop else probs
             heads.append(attended @ v)  # (B, N_h, T, D_h)
             if need_weights:

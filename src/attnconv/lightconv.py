@@ -43,7 +43,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import floating_input, positive_int, probability
-from .taps import apply_band, check_padding_mask, check_tokens, masked_softmax, odd_kernel_size, tap_mask
+from .taps import apply_band, check_padding_mask, check_tokens, masked_softmax, odd_kernel_size, softmax_fp32, tap_mask
 
 __all__ = [
     "BOUNDARIES",
@@ -103,7 +103,7 @@ class _HeadKernelConv1d(nn.Module):
         if not self.weight_softmax:
             return logits
         if self.boundary == "zeros":
-            return torch.softmax(logits, dim=-1)
+            return softmax_fp32(logits, dim=-1)
         dead = tap_mask(n, self.kernel_size, key_padding_mask, logits.device, self.padding_l)  # (B or 1, 1, N, K)
         return masked_softmax(logits.masked_fill(dead, float("-inf")))
 

@@ -18,7 +18,8 @@ from torch import Tensor
 
 from ._checks import available_device, floating_input, positive_int
 
-__all__ = ["apply_band", "check_padding_mask", "check_tokens", "masked_softmax", "odd_kernel_size", "tap_mask"]
+__all__ = ["apply_band", "check_padding_mask", "check_tokens", "masked_softmax", "odd_kernel_size", "softmax_fp32",
+           "tap_mask"]
 
 
 def odd_kernel_size(kernel_size: int, name: str = "kernel_size") -> int:
@@ -91,6 +92,13 @@ def tap_mask(n: int, kernel_size: int, key_padding_mask: Tensor | None = None,
     return padded[:, read + padding_l][:, None]  # (B, 1, N, K)
 
 
+def softmax_fp32(logits: Tensor, dim: int = -1) -> Tensor:
+    """``softmax(logits, dim)`` normalised in at least float32: bfloat16 or float16 logits (under autocast) give
+    float32 probabilities, float32 and float64 logits keep their dtype. The normaliser Σ exp is a sum over every
+    key, and bfloat16's 8-bit mantissa would round it and every small probability."""
+    return torch.softmax(logits, dim, dtype=torch.promote_types(logits.dtype, torch.float32))
+
+
 def masked_softmax(logits: Tensor, dim: int = -1) -> Tensor:
     """``softmax(logits, dim)`` that returns zeros, not NaN, on a slice whose logits are all -inf.
 
@@ -102,8 +110,8 @@ def masked_softmax(logits: Tensor, dim: int = -1) -> Tensor:
                         f"{getattr(logits, 'dtype', type(logits).__name__)}")
     dead = torch.isneginf(logits).all(dim, keepdim=True)
     if not bool(dead.any()):
-        return torch.softmax(logits, dim)
-    return torch.softmax(logits.masked_fill(dead, 0.0), dim).masked_fill(dead, 0.0)
+        return softmax_fp32(logits, dim)
+    return softmax_fp32(logits.masked_fill(dead, 0.0), dim).masked_fill(dead, 0.0)
 
 
 def apply_band(x: Tensor, band: Tensor, padding_l: int | None = None) -> Tensor:

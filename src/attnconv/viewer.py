@@ -21,121 +21,17 @@ import html
 import io
 import itertools
 import json
+from importlib import resources
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 __all__ = ["FrameViewer", "HeatmapViewer"]
 
-_STYLE = """<style>
-.attnconv-viewer {font-family: sans-serif; font-size: 14px; margin: 0.5em 0 1em 0; max-width: 100%;}
-.attnconv-viewer .av-controls {display: flex; flex-wrap: wrap; gap: 0.4em 1.4em; margin-bottom: 0.5em;}
-.attnconv-viewer label {display: inline-flex; align-items: center; gap: 0.4em;}
-.attnconv-viewer input[type=range] {width: 11em; max-width: 60vw;}
-.attnconv-viewer .av-value {min-width: 3.5em; font-variant-numeric: tabular-nums;}
-.attnconv-viewer img {max-width: 100%; height: auto;}
-.attnconv-viewer .av-panels {display: flex; flex-wrap: wrap; gap: 0.6em;}
-.attnconv-viewer .av-panel {text-align: center; font-size: 12px;}
-.attnconv-viewer canvas.av-map {image-rendering: pixelated; cursor: crosshair; outline: 1px solid #bbb;}
-.attnconv-viewer .av-frame-box {position: relative; display: inline-block; line-height: 0;}
-.attnconv-viewer .av-mark {position: absolute; border: 2px solid red; box-sizing: border-box; pointer-events: none;
-  display: none;}
-.attnconv-viewer .av-grid {display: grid; grid-template-columns: auto auto; justify-content: center;}
-.attnconv-viewer .av-rows {text-align: right; padding-right: 4px; white-space: nowrap;}
-.attnconv-viewer .av-cols {display: flex; line-height: 1.2;}
-.attnconv-viewer .av-cols span {display: flex; justify-content: center; flex: none; white-space: nowrap;}
-.attnconv-viewer .av-colorbar {display: flex; align-items: center; gap: 0.4em; font-size: 12px; margin-top: 0.4em;}
-.attnconv-viewer canvas.av-cbar {width: 180px; height: 12px; image-rendering: pixelated; border: 1px solid #bbb;}
-</style>"""
 
-# Chooses the frame for the controls' current values. `controls` are read in order; the frame index is row-major.
-_SCRIPT = r"""
-(function () {
-  var root = document.getElementById(ROOT_ID);
-  if (!root || root.dataset.ready) return;
-  root.dataset.ready = "1";
-  var spec = JSON.parse(root.querySelector("script.av-spec").textContent);
-  var inputs = Array.prototype.slice.call(root.querySelectorAll(".av-control"));
-  function index() {
-    var k = 0;
-    inputs.forEach(function (el, i) { k = k * spec.sizes[i] + parseInt(el.value, 10); });
-    return k;
-  }
-  function showValues() {
-    inputs.forEach(function (el, i) {
-      var out = root.querySelector(".av-value[data-i='" + i + "']");
-      if (out) out.textContent = spec.labels[i][parseInt(el.value, 10)];
-    });
-  }
-  var draw;
-  if (spec.kind === "frames") {
-    var img = root.querySelector("img.av-frame");
-    draw = function () { img.src = "data:image/png;base64," + spec.frames[index()]; };
-  } else {
-    var raw = atob(spec.data), bytes = new Uint8Array(raw.length);
-    for (var i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
-    var lut = atob(spec.lut), panels = spec.shapes.length, per = 0;
-    spec.shapes.forEach(function (sh) { per += sh[0] * sh[1]; });
-    var canvases = Array.prototype.slice.call(root.querySelectorAll("canvas.av-map"));
-    var vmax = root.querySelector(".av-vmax");
-    function paint(canvas, offset, h, w, mark) {
-      var box = canvas.parentNode.querySelector('.av-mark');
-      if (box) {
-        box.style.display = mark ? 'block' : 'none';
-        if (mark) {
-          box.style.left = (100 * mark[1] / w) + '%'; box.style.top = (100 * mark[0] / h) + '%';
-          box.style.width = (100 / w) + '%'; box.style.height = (100 / h) + '%';
-        }
-      }
-      var ctx = canvas.getContext("2d"), im = ctx.createImageData(w, h);
-      for (var p = 0; p < h * w; p++) {
-        var v = bytes[offset + p];
-        im.data[4 * p] = lut.charCodeAt(3 * v); im.data[4 * p + 1] = lut.charCodeAt(3 * v + 1);
-        im.data[4 * p + 2] = lut.charCodeAt(3 * v + 2); im.data[4 * p + 3] = 255;
-      }
-      ctx.putImageData(im, 0, 0);
-    }
-    draw = function () {
-      var k = index(), mark = null, offset = k * per;
-      if (spec.mark) mark = spec.mark.map(function (i) { return spec.values[i][parseInt(inputs[i].value, 10)]; });
-      canvases.forEach(function (c, p) {
-        var sh = spec.shapes[p];
-        paint(c, offset, sh[0], sh[1], mark);
-        offset += sh[0] * sh[1];
-      });
-      vmax.textContent = spec.vmax[k];
-    };
-    var cbar = root.querySelector("canvas.av-cbar").getContext("2d"), bar = cbar.createImageData(256, 1);
-    for (var v = 0; v < 256; v++) {
-      bar.data[4 * v] = lut.charCodeAt(3 * v); bar.data[4 * v + 1] = lut.charCodeAt(3 * v + 1);
-      bar.data[4 * v + 2] = lut.charCodeAt(3 * v + 2); bar.data[4 * v + 3] = 255;
-    }
-    cbar.putImageData(bar, 0, 0);
-    if (spec.mark) {
-      canvases.forEach(function (c) {
-        c.addEventListener("click", function (ev) {
-          var box = c.getBoundingClientRect();
-          var rc = [Math.floor((ev.clientY - box.top) / box.height * c.height),
-                    Math.floor((ev.clientX - box.left) / box.width * c.width)];
-          spec.mark.forEach(function (i, j) {
-            var best = 0;
-            spec.values[i].forEach(function (val, n) {
-              if (Math.abs(val - rc[j]) < Math.abs(spec.values[i][best] - rc[j])) best = n;
-            });
-            inputs[i].value = best;
-          });
-          showValues(); draw();
-        });
-      });
-    }
-  }
-  inputs.forEach(function (el) {
-    el.addEventListener("input", function () { showValues(); draw(); });
-    el.addEventListener("change", function () { showValues(); draw(); });
-  });
-  showValues(); draw();
-})();
-"""
+def _asset(name: str) -> str:
+    """The text of ``viewer_assets/<name>``, package data shipped beside this module."""
+    return resources.files("attnconv").joinpath("viewer_assets", name).read_text(encoding="utf-8")
 
 
 def _check_controls(controls: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
@@ -216,10 +112,12 @@ class _Viewer:
         payload = json.dumps(spec, separators=(",", ":")).replace("</", "<\\/")
         root = "attnconv-viewer-" + hashlib.sha1(payload.encode()).hexdigest()[:12]
         title = f'<div class="av-title"><b>{html.escape(self.title)}</b></div>' if self.title else ""
-        return (f'{_STYLE}<div class="attnconv-viewer" id="{root}" data-kind="{self.kind}">{title}'
+        script = _asset("viewer.js").replace("ROOT_ID", json.dumps(root))
+        return (f'<style>{_asset("viewer.css")}</style>'
+                f'<div class="attnconv-viewer" id="{root}" data-kind="{self.kind}">{title}'
                 f"{self._controls_html()}{self._body_html()}"
                 f'<script type="application/json" class="av-spec">{payload}</script></div>'
-                f"<script>{_SCRIPT.replace('ROOT_ID', json.dumps(root))}</script>")
+                f"<script>{script}</script>")
 
     def __repr__(self) -> str:
         shape = " x ".join(f"{name} ({n})" for name, n in zip(self.controls, self.sizes))

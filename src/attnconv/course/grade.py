@@ -1,4 +1,4 @@
-"""Autograder: ``python -m attnconv.course.grade SUBMISSION.ipynb [--report report.json]`` (or ``attnconv.grade``).
+"""Autograder: ``python -m attnconv.course.grade SUBMISSION.ipynb [--report report.json]``.
 
 It executes the submission top to bottom in a fresh kernel, with a time limit per cell and for the whole
 notebook, carrying on past cells that fail. It then runs the library's check for every graded exercise of the

@@ -1,5 +1,5 @@
-"""Generate the student edition of the chapters: ``python -m attnconv.course.student [--out student]`` (or
-``attnconv.student``, as ``make student`` calls it).
+"""Generate the student edition of the chapters: ``python -m attnconv.course.student [--out student]``
+(``make student`` calls it).
 
 From each worked chapter ``notebooks/NN_name.md`` it writes ``student/NN_name.ipynb`` with
 

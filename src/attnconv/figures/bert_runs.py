@@ -1,5 +1,5 @@
 """Figures of the BERT chapter (07): the relative terms of a trained BERT read as convolution kernels, and the
-pre-training curves. The kernels themselves come from :mod:`attnconv.analysis`
+pre-training curves, and fine-tuned accuracy against the pretraining budget. The kernels themselves come from :mod:`attnconv.analysis`
 (:func:`~attnconv.analysis.fixed_kernels`, :func:`~attnconv.analysis.dynamic_kernels`, or the ``kernels.json`` a
 run saves).
 """
@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-__all__ = ["plot_fixed_kernels", "plot_pretraining_curves", "plot_sentence_kernels"]
+__all__ = ["plot_fixed_kernels", "plot_learning_curve", "plot_pretraining_curves", "plot_sentence_kernels"]
 
 
 def plot_fixed_kernels(kernels: np.ndarray, offsets: Sequence[int], title: str = "") -> Figure:
@@ -68,4 +68,34 @@ def plot_pretraining_curves(histories: dict[str, list[dict[str, Any]]], metric: 
     ax.set_ylabel(metric.replace("_", " "))
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
+    return fig
+
+
+def plot_learning_curve(points: Sequence[Any], baselines: dict[str, float], tasks: Sequence[str],
+                        baseline_name: str = "bag of words") -> Figure:
+    """Fine-tuned test accuracy against pretraining tokens (log scale), one panel per task: a line per variant
+    with ± 1 standard deviation over the fine-tuning seeds, and each task's baseline as a dashed line.
+
+    Args:
+        points: :class:`attnconv.train.learning_curve.CurvePoint` records.
+        baselines: task -> the baseline's test accuracy.
+    """
+    variants = sorted({p.variant for p in points})
+    colors = dict(zip(variants, plt.get_cmap("tab10")(np.arange(len(variants)) % 10)))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(3.6 * len(tasks), 3.3), squeeze=False, sharey=False)
+    for ax, task in zip(axes[0], tasks):
+        for v in variants:
+            pts = sorted((p for p in points if p.variant == v and p.task == task), key=lambda p: p.tokens)
+            if pts:
+                ax.errorbar([p.tokens for p in pts], [100 * p.acc_mean for p in pts],
+                            yerr=[100 * p.acc_std for p in pts], marker="o", ms=4, capsize=3, color=colors[v], label=v)
+        if task in baselines:
+            ax.axhline(100 * baselines[task], color="0.3", ls="--", lw=1, label=baseline_name)
+        ax.set_xscale("log")
+        ax.set_title(task.upper(), fontsize=10)
+        ax.set_xlabel("pretraining tokens")
+        ax.grid(alpha=0.3, which="both")
+    axes[0, 0].set_ylabel("fine-tuned test accuracy (%)")
+    axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
     return fig

@@ -18,6 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from .._checks import available_device, positive_int
+from ..taps import softmax_fp32
 
 __all__ = ["PositionalLogits", "grid_positions", "negligible_probability", "relative_offsets", "softmax_flushed"]
 
@@ -34,8 +35,10 @@ def softmax_flushed(logits: Tensor, dim: int = -1) -> Tensor:
     A sharply peaked softmax (the quadratic encoding at large α) underflows into subnormal floats, which slow CPU
     matmuls five- to tenfold. Each dropped probability is below eps², so a sum over N ≤ 1/eps keys changes by
     less than eps times its largest value: below rounding. Gradients pass through the kept entries unchanged.
+    The softmax is normalised in at least float32 (:func:`attnconv.taps.softmax_fp32`), so under bfloat16 autocast
+    the threshold is float32's, not bfloat16's 6e-5.
     """
-    probs = torch.softmax(logits, dim=dim)
+    probs = softmax_fp32(logits, dim=dim)
     return probs.masked_fill(probs < negligible_probability(probs.dtype), 0.0)
 
 

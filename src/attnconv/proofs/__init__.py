@@ -6,13 +6,15 @@
   to its converse).
 - :mod:`attnconv.proofs.sequence`: Chang et al. 2021 (relative biases and embeddings as convolution kernels,
   boundaries, buckets).
+- :mod:`attnconv.proofs.limit`: the α → ∞ limit of a quadratic head, derived from the encoding's logit.
 - :mod:`attnconv.proofs.result`: :class:`~attnconv.proofs.result.ProofResult` and
   :func:`~attnconv.proofs.result.verify_equal`.
 
-Most proofs take an argument that builds a false variant of the claim, which the proof must reject.
+Most proofs take arguments that build false variants of the claim, which the proof must reject, and some take
+arguments that keep it true (an off-grid centre), which it must still verify.
 """
 
-from . import image, rank, sequence
+from . import image, limit, rank, sequence
 from .result import ProofResult, verify_equal
 
-__all__ = ["ProofResult", "image", "rank", "sequence", "verify_equal"]
+__all__ = ["ProofResult", "image", "limit", "rank", "sequence", "verify_equal"]

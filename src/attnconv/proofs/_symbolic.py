@@ -6,7 +6,7 @@ import itertools
 
 import sympy as sp
 
-__all__ = ["alpha", "pull_sums", "reindex", "sum_simplify", "hard_limits", "axis_hard_attention"]
+__all__ = ["alpha", "pull_sums", "reindex", "sum_simplify", "hard_limits", "minors_above_rank"]
 
 alpha = sp.Symbol("alpha", positive=True)
 
@@ -83,17 +83,6 @@ def hard_limits(sign: int = -1, ties: int = 1) -> tuple[sp.Expr, sp.Expr]:
     nearest_lower = 1 / (ties + (keys - ties) * sp.exp(sign * alpha * gap))
     other_upper = sp.exp(sign * alpha * gap) / ties
     return sp.limit(nearest_lower, alpha, sp.oo), sp.limit(other_upper, alpha, sp.oo)
-
-
-def axis_hard_attention(key: sp.Expr, target: sp.Expr, sign: int = -1, ties: int = 1) -> sp.Expr:
-    """The α → ∞ weight that a head with logits ``sign · α (key - target)²`` puts on ``key`` (integers).
-
-    With an integer target (``ties=1``) the nearest key is unique; a half-integer target (``ties=2``, written as
-    ``target`` + 1/2) has two nearest keys, ``target`` and ``target + 1``. Built from :func:`hard_limits`.
-    """
-    nearest, other = hard_limits(sign, ties)
-    hits = sum(sp.KroneckerDelta(key, target + t) for t in range(ties))
-    return nearest * hits + other * (1 - hits)
 
 
 def minors_above_rank(matrix: sp.Matrix, rank: int) -> sp.Matrix:

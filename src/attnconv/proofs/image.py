@@ -1,15 +1,26 @@
 """SymPy proofs of the claims behind Theorem 1 of Cordonnier et al. 2020 (multi-head attention ⊇ convolution).
 
-Every proof here is symbolic in the sizes its statement quantifies over: grid sizes, kernel size, number of heads,
-channel counts, dilation, stride and α are symbols, and sums over them are SymPy ``Sum`` objects. Attention
-matrices are never written down as shift matrices: they are the α → ∞ limits of the quadratic encoding's softmax
-(``attnconv.proofs._symbolic.hard_limits``), so a wrong encoding makes the conclusion fail. Each function has
-an argument that makes its claim false (a sign, a centre, a block order), and the tests check that this false
-version is reported as not verified.
+What SymPy derives here, and what it does not:
 
-Conventions: a query at q attends to the key at k = q + δ; head h has centre Δ^(h); the input X is zero-padded, so
-sums over keys run over all of Z and the padded keys read zero; the convolution is the cross-correlation
-y_q = Σ_Δ X_{q+Δ} W_Δ (PyTorch's).
+- Each head's attention is derived from the encoding's own logit v·r_δ (:mod:`attnconv.proofs.limit`): the logit
+  has an interior maximum at the centre, the nearest key wins by a gap α·g, and the squeeze gives the α → ∞
+  limit. It is never typed in as a shift matrix, so the opposite sign fails (no interior maximum) and a
+  half-integer centre fails (a named tie), while an off-grid centre with a unique nearest key still verifies.
+- Theorem 1, the 1-D case and dilation/stride sum over the keys of the zero-padded canvas with the image size,
+  K, the padding, stride, dilation, the channels and the output pixel symbolic: whether a head's target lies on
+  the canvas is decided symbolically (:func:`~attnconv.proofs.limit.decide_conditions`).
+- Lemma 1 carries which head meets which block of W_out; the concatenation identity is by induction over N_h.
+- The finite-α bound keeps α symbolic, derives the tail-mass bound from the logit and the triangle inequality
+  from the Lagrange identity. Taking the limit with M keys and the gap symbolic is SymPy's ``limit``.
+- Not derived: that a product of per-axis limits is the 2-D limit beyond the factorisation of the softmax
+  (:func:`softmax_factorization`), and the induction over keys that extends the triangle inequality from two
+  vectors to a weighted sum; both are stated in the docstrings.
+
+Every function has arguments that make its claim false (a sign, a centre, a block order) and, where natural, ones
+that keep it true (an off-grid centre); ``attnconv.claims`` lists them and the tests run them.
+
+Conventions: a query at q attends to the key at k = q + δ; head h has centre Δ^(h); the input X̃ is X padded with
+zeros; the convolution is the cross-correlation y_q = Σ_a X̃_{s q + d a - p} W_a (PyTorch's).
 """
 
 from __future__ import annotations
@@ -18,7 +29,8 @@ from typing import Callable
 
 import sympy as sp
 
-from ._symbolic import alpha, axis_hard_attention, hard_limits, pull_sums, sum_simplify
+from ._symbolic import alpha, pull_sums, sum_simplify
+from .limit import axis_limit, decide_conditions, encoding_logit, gap_lemma, nonnegative
 from .rank import rank_bound, rank_condition, rank_counterexample  # noqa: F401  (Theorem 1's step; kept here for callers)
 from .result import ProofResult, combine, verify_equal
 
@@ -31,6 +43,7 @@ __all__ = [
     "theorem1",
     "one_dimensional_case",
     "dilation_and_stride",
+    "unpadded_boundary_refutation",
     "finite_alpha_bound",
     "softmax_factorization",
 ]
@@ -43,7 +56,12 @@ def _matrix_zero(expr):
     return expr.doit()
 
 
-def conv_is_sum_of_shifts(flipped: bool = False) -> ProofResult:
+def _collapse(expr):
+    """Multiply out block matrices (the derivation step of a block identity), then evaluate."""
+    return sp.block_collapse(expr).doit()
+
+
+def conv_is_sum_of_shifts(flipped: bool = False, stride_ignored: bool = False) -> ProofResult:
     """Lemma (chapter 01): a 2-D convolution (PyTorch's cross-correlation) with padding p, dilation d and stride s is
     Σ_a shift_{Δ_a}(X) W_{Δ_a} + b with Δ_a = a ⊙ d - p, read at the outputs s ⊙ q.
 
@@ -62,14 +80,15 @@ def conv_is_sum_of_shifts(flipped: bool = False) -> ProofResult:
     shift = [sign * (a[m] * dil[m] - pad[m]) for m in range(2)]  # Δ_a
     read = [stride[m] * q[m] + a[m] * dil[m] - pad[m] for m in range(2)]  # the input pixel PyTorch's layer reads
     conv_summand = x[read[0], read[1], i] * w[o, i, a[0], a[1]]
-    shift_summand = x[stride[0] * q[0] + shift[0], stride[1] * q[1] + shift[1], i] * w[o, i, a[0], a[1]]
+    at = q if stride_ignored else [stride[m] * q[m] for m in range(2)]
+    shift_summand = x[at[0] + shift[0], at[1] + shift[1], i] * w[o, i, a[0], a[1]]
     difference = sp.expand(conv_summand - shift_summand)
     limits = [(i, 0, d_in - 1), (a[0], 0, k1 - 1), (a[1], 0, k2 - 1)]
     residual = difference if difference == 0 else sp.Sum(difference, *limits)
     return ProofResult(
         "convolution = sum of shifted, projected inputs",
         "Conv(X)_q = Σ_a shift_{a⊙d-p}(X)_{s⊙q} W_{a⊙d-p} + b, W_Δ = w_{:,:,a}^T",
-        residual, scope="general", variables=("K1", "K2", "D_in", "D_out", "p", "d", "s", "q"),
+        residual, scope="definition", variables=("K1", "K2", "D_in", "D_out", "p", "d", "s", "q"),
     )
 
 
@@ -93,17 +112,21 @@ def quadratic_identity(center_coefficient: int = -2) -> ProofResult:
     )
 
 
-def shift_invariance(per_entry: bool = False) -> ProofResult:
+def shift_invariance(per_entry: bool = False, scaled: bool = False) -> ProofResult:
     """softmax(x + c 1) = softmax(x) for a vector of any length N: adding one value to every logit of a row.
 
-    ``per_entry=True`` adds a different value c_k to each entry instead (a false statement).
+    ``per_entry=True`` adds a different value c_k to each entry instead; ``scaled=True`` multiplies every logit by
+    c instead (both false statements).
     """
     n = sp.Symbol("N", **_pos_int)
     j, k = sp.symbols("j k", **_int)
     x = sp.IndexedBase("x", real=True)
     c = sp.IndexedBase("c", real=True)
     shift = (lambda m: c[m]) if per_entry else (lambda m: sp.Symbol("c", real=True))
-    lhs = sp.exp(x[j] + shift(j)) / sp.Sum(sp.exp(x[k] + shift(k)), (k, 1, n))
+    def change(m):
+        return sp.Symbol("c", real=True) * x[m] if scaled else x[m] + shift(m)
+
+    lhs = sp.exp(change(j)) / sp.Sum(sp.exp(change(k)), (k, 1, n))
     rhs = sp.exp(x[j]) / sp.Sum(sp.exp(x[k]), (k, 1, n))
     return verify_equal("shift invariance of softmax", "softmax(x + c·1)_j = softmax(x)_j for every length N",
                         lhs, rhs, simplify=sum_simplify, scope="general", variables=("N", "x", "c"))
@@ -121,6 +144,7 @@ def _squeeze_steps(sign: int) -> tuple[ProofResult, ProofResult]:
     k = sp.Symbol("k", integer=True)
     u, u_min = sp.IndexedBase("u", real=True), sp.Symbol("u_min", real=True)
     t = sp.Symbol("t", nonnegative=True)
+
     def weight(v):
         return sp.exp(sign * alpha * v)
 
@@ -136,140 +160,210 @@ def _squeeze_steps(sign: int) -> tuple[ProofResult, ProofResult]:
     return divided, decreasing
 
 
-def hard_attention_limit(sign: int = -1, integer_centers: bool = True) -> ProofResult:
-    """Hard mode is the α → ∞ limit of the quadratic encoding.
+def hard_attention_limit(sign: int = -1, offset: sp.Expr = 0) -> ProofResult:
+    """Hard mode is the α → ∞ limit of the quadratic encoding, derived from the encoding's logit.
 
-    The encoding's logits are -α(‖δ - Δ‖² - ‖Δ‖²) (Lemma 2); by shift invariance the softmax is that of -α u_δ with
-    u_δ = ‖δ - Δ‖². On an integer grid with an integer centre Δ, u is an integer, zero only at δ = Δ: one nearest key
-    and a gap g ≥ 1 to every other. For any number M of keys and any gap g > 0 the squeeze bounds of
-    ``hard_limits`` give weight → 1 on δ = Δ and → 0 elsewhere.
+    The logit of a head centred on Δ + ``offset`` (Δ an integer symbol) is v·r_δ = -α(δ² - 2(Δ + f)δ), the
+    library's ``positional_query`` dotted with ``quadratic_features``. :func:`~attnconv.proofs.limit.axis_limit`
+    derives that it has an interior maximum, that the nearest key wins by a gap α·g (g = 1 - 2 abs(f), for every
+    abs(f) < 1/2 by :func:`~attnconv.proofs.limit.gap_lemma`), and the squeeze: weight → 1 on the nearest key,
+    → 0 elsewhere, for any number M of keys. A 2-D head is the product of two such axes
+    (:func:`softmax_factorization`).
 
-    False variants: ``sign=+1`` (logits +α‖δ-Δ‖²) and ``integer_centers=False`` (a centre with a half-integer
-    coordinate has two nearest keys and the limit splits the weight).
+    True variants: an off-grid centre with a unique nearest key (``offset=1/3``). False variants: ``sign=+1``
+    (the encoding with the opposite sign has no interior maximum) and ``offset=1/2`` (a tie between two keys).
     """
-    nearest, other = hard_limits(sign, 1 if integer_centers else 2)
+    center = sp.Symbol("Delta", integer=True)
+    limit = axis_limit(center + _rational(offset), sign)
     return ProofResult(
         "hard attention is the α→∞ limit of the quadratic encoding",
-        "lim_{α→∞} softmax_δ(-α‖δ-Δ‖²) = 1[δ = Δ] on any grid containing the integer centre Δ",
-        sp.Matrix([nearest - 1, other]),
-        scope="general", variables=("M (number of keys)", "g > 0 (gap)", "α"),
-        steps=(quadratic_identity(), shift_invariance(), *_squeeze_steps(sign)),
+        f"lim_{{α→∞}} softmax_δ(v·r_δ) = 1[δ = {limit.nearest}] for the centre {center + _rational(offset)}, "
+        "derived from the logit",
+        sp.Integer(0), scope="general", variables=("Δ", "α", "M (number of keys)"),
+        steps=(quadratic_identity(), shift_invariance(), *_squeeze_steps(-1), gap_lemma(), limit.proof),
     )
 
 
-def _encoding_peak(center: sp.Expr, center_coefficient: int = -2) -> sp.Expr:
-    """The offset δ* where the quadratic logit v·r_δ = -α(δ² + c Δ δ) peaks: the head's centre, -c Δ / 2."""
-    delta = sp.Symbol("delta", real=True)
-    return sp.solve(sp.diff(-alpha * (delta**2 + center_coefficient * center * delta), delta), delta)[0]
+def _rational(offset: sp.Expr) -> sp.Expr:
+    value = sp.nsimplify(offset)
+    if not value.is_Rational:
+        raise ValueError(f"offset must be a rational number, got {offset!r}")
+    return value
 
 
-def _head_is_shift(attention: Callable[[sp.Expr, sp.Expr, sp.Expr], sp.Expr] | None) -> ProofResult:
-    """(A X)_q = X_{q+Δ} for the α → ∞ limit of the quadratic head with v = -α(1, -2Δ), over a zero-padded input
-    of any size: the head's centre is derived from v, and its weights are the limits of ``hard_limits``."""
-    q, k, center, i = sp.symbols("q k Delta i", **_int)
+def _head_reads_shift(h: sp.Expr, attention: Callable | None, sign: int) -> tuple[sp.Expr, ProofResult | None]:
+    """Σ_k A^(h)_qk X_ki over a zero-extended input, A^(h) the derived limit of the head centred on Δ_h."""
+    q, k, i = sp.symbols("q k i", **_int)
+    center = sp.IndexedBase("Delta", integer=True)[h]
     x = sp.IndexedBase("X")
-    weight = attention(q, k, center) if attention else axis_hard_attention(k, q + _encoding_peak(center))
-    head = sp.Sum(weight * x[k, i], (k, -sp.oo, sp.oo)).doit()
-    return verify_equal("a hard head reads one shifted token", "Σ_k A_qk X_k = X_{q+Δ} (zero-padded X)",
-                        head, x[q + center, i], simplify=sp.expand, scope="general", variables=("q", "Δ", "N"))
+    if attention is not None:
+        return sp.Sum(attention(q, k, center) * x[k, i], (k, -sp.oo, sp.oo)).doit(), None
+    limit = axis_limit(center, sign)
+    return sp.Sum(limit.weight(k, q) * x[k, i], (k, -sp.oo, sp.oo)).doit(), limit.proof
 
 
 def lemma1_block_identity(attention: Callable[[sp.Expr, sp.Expr, sp.Expr], sp.Expr] | None = None,
-                          swap_blocks: bool = False) -> ProofResult:
-    """Lemma 1, by induction over the number of heads N_h, with symbolic N, D_in, D_h, D_out:
+                          swap_blocks: bool = False, sign: int = -1) -> ProofResult:
+    """Lemma 1, with symbolic N_h, N, D_in, D_h and D_out, and with the assignment of heads to blocks:
 
-        concat_h[A^(h) X W_val^(h)] W_out = Σ_h shift_Δh(X) W_Δh,   W_Δh = W_val^(h) W_out^(h),
+        concat_h[A^(h) X W_val^(h)] W_out = Σ_h shift_Δh(X) W_Δh,
 
-    where A^(h) is the hard limit of a quadratic head centred on Δ_h and W_out stacks the blocks W_out^(h).
+    where head h has centre Δ_h, its attention A^(h) is the derived α → ∞ limit of its logit
+    (:func:`~attnconv.proofs.limit.axis_limit`), the construction factors the tap W_Δh = U_h V_h, sets
+    W_val^(h) = U_h and puts V_h into block h of W_out (rows (h-1)D_h + 1 .. h D_h, the block that multiplies head
+    h's slot of the concatenation).
+
+    Steps: the concatenation identity [Y_1 ... Y_N_h][W_1; ...; W_N_h] = Σ_h Y_h W_h by induction over N_h (block
+    matrices with symbolic sizes), then the index-level sum over heads, channels and keys.
 
     Args:
-        attention: ``attention(q, k, Δ)`` replaces the hard limit of the encoding (a false variant when it is not
-            the shift; e.g. ``3 δ_{q, k+Δ} + 1``).
-        swap_blocks: stack the output blocks in the wrong order (a false variant).
+        attention: ``attention(q, k, Δ)`` replaces the derived limit (a false variant when it is not the shift;
+            e.g. ``3 δ_{q, k+Δ} + 1``).
+        swap_blocks: V_1 goes into block 2 and V_2 into block 1 (a false variant).
+        sign: -1 for the paper's encoding; +1 (the opposite sign) is a false variant.
     """
     n, d_h, d_out, heads = sp.symbols("N D_h D_out N_h", **_pos_int)
     y = [sp.MatrixSymbol(f"Y_{h}", n, d_h) for h in (1, 2)]
     w_out = [sp.MatrixSymbol(f"W_out^({h})", d_h, d_out) for h in (1, 2)]
-    order = w_out[::-1] if swap_blocks else w_out
     single = verify_equal("base case N_h = 1", "[Y_1][W_1] = Y_1 W_1",
-                          sp.block_collapse(sp.BlockMatrix([[y[0]]]) * sp.BlockMatrix([[w_out[0]]])),
-                          y[0] * w_out[0], simplify=_matrix_zero, scope="general", variables=("N", "D_h", "D_out"))
+                          sp.BlockMatrix([[y[0]]]) * sp.BlockMatrix([[w_out[0]]]),
+                          y[0] * w_out[0], simplify=_collapse, scope="general", variables=("N", "D_h", "D_out"))
     base = verify_equal("base case N_h = 2", "[Y_1 Y_2][W_1; W_2] = Y_1 W_1 + Y_2 W_2",
-                        sp.block_collapse(sp.BlockMatrix([y]) * sp.BlockMatrix([[order[0]], [order[1]]])),
-                        y[0] * w_out[0] + y[1] * w_out[1], simplify=_matrix_zero, scope="general",
+                        sp.BlockMatrix([y]) * sp.BlockMatrix([[w_out[0]], [w_out[1]]]),
+                        y[0] * w_out[0] + y[1] * w_out[1], simplify=_collapse, scope="general",
                         variables=("N", "D_h", "D_out"))
     concat, stacked = sp.MatrixSymbol("C_{N_h}", n, heads * d_h), sp.MatrixSymbol("P_{N_h}", heads * d_h, d_out)
     partial = sp.MatrixSymbol("Sigma_{N_h}", n, d_out)  # Σ_{h ≤ N_h} Y_h W_h, the induction hypothesis C P = Σ
     new_y, new_w = sp.MatrixSymbol("Y_{N_h+1}", n, d_h), sp.MatrixSymbol("W_out^(N_h+1)", d_h, d_out)
-    product = sp.block_collapse(sp.BlockMatrix([[concat, new_y]]) * sp.BlockMatrix([[stacked], [new_w]]))
+    product = sp.BlockMatrix([[concat, new_y]]) * sp.BlockMatrix([[stacked], [new_w]])
     step = verify_equal("inductive step N_h → N_h + 1", "[C Y][P; W] = C P + Y W = Σ_{h ≤ N_h+1} Y_h W_h",
-                        product.subs(concat * stacked, partial), partial + new_y * new_w, simplify=_matrix_zero,
+                        product, partial + new_y * new_w,
+                        simplify=lambda e: _collapse(e).subs(concat * stacked, partial).doit(),
                         scope="general", variables=("N", "N_h", "D_h", "D_out"))
-    head = _head_is_shift(attention)
-    return combine(
-        "Lemma 1 of the paper (heads concatenated = sum of shifted products)",
-        "concat_h[A^(h) X W_val^(h)] W_out = Σ_h shift_Δh(X) W_val^(h) W_out^(h) for every N_h, N, D_in, D_h, D_out",
-        [head, single, base, step], scope="induction", variables=("N_h", "N", "D_in", "D_h", "D_out"),
-    )
-
-
-def _conv_residual(dims: int, centers: Callable, reads: Callable, ties: int, sign: int = -1) -> sp.Expr:
-    """Σ_{Δ, i} [(hard head centred on centers(Δ), read at the query) - X_{reads(Δ)}] W_{Δ, i, o} per axis."""
-    q = sp.symbols(f"q1:{dims + 1}", **_int)
-    k = sp.symbols(f"k1:{dims + 1}", **_int)
-    delta = sp.symbols(f"Delta1:{dims + 1}", **_int)
-    i, o = sp.symbols("i o", **_int)
-    lo, hi = sp.symbols(f"a1:{dims + 1}", **_int), sp.symbols(f"b1:{dims + 1}", **_int)
+    # Index level: head h's slot of the concatenation meets block h of W_out, which holds V_{assign(h)}.
+    h, i, c, o = sp.symbols("h i c o", **_int)
     d_in = sp.Symbol("D_in", **_pos_int)
-    x, w = sp.IndexedBase("X"), sp.IndexedBase("W")
-    target = centers(q, delta)
-    weight = sp.Mul(*(axis_hard_attention(k[a], target[a], sign, ties) for a in range(dims)))
-    head = sp.Sum(weight * x[(*k, i)], *((k[a], -sp.oo, sp.oo) for a in range(dims))).doit()
-    summand = sp.expand((head - x[(*reads(q, delta), i)]) * w[(*delta, i, o)])
-    limits = [(i, 0, d_in - 1), *((delta[a], lo[a], hi[a]) for a in range(dims))]
-    return summand if summand == 0 else sp.Sum(summand, *limits)
-
-
-def _unpadded_boundary_residual() -> sp.Expr:
-    """Without zero padding, at the query q = 0 of an image of height H, the head for the tap Δ = -1 only has the
-    keys 0..H-1; its target -1 is missing, the nearest key 0 is unique (gap 3), and the limit reads X_0, where the
-    zero-padded convolution reads 0."""
-    k, i = sp.symbols("k i", integer=True)
-    height = sp.Symbol("H", integer=True, positive=True)
-    x = sp.IndexedBase("X")
-    head = sp.Sum(axis_hard_attention(k, 0) * x[k, i], (k, 0, height - 1)).doit()
-    return sp.simplify(head - 0)
-
-
-def theorem1(integer_centers: bool = True, sign: int = -1, padded: bool = True) -> ProofResult:
-    """Theorem 1 (2-D): a multi-head self-attention layer with N_h = K² heads, D_h ≥ rank W_Δ, the quadratic
-    encoding with integer centres Δ^(h) ∈ {-⌊K/2⌋..}², α → ∞, on the zero-padded input with the output cropped to
-    the image, computes the K x K convolution y_q = Σ_Δ X_{q+Δ} W_Δ.
-
-    Symbolic in the image size, K (tap ranges a..b per axis), D_in, D_out and the query. The steps are the lemmas
-    it rests on. False variants: ``integer_centers=False`` (half-integer centres split the weight between two
-    keys), ``sign=+1``, and ``padded=False`` (attention over the unpadded image; refuted at a boundary query,
-    where the head reads the nearest existing pixel and the convolution reads a zero).
-    """
-    residual = _conv_residual(2, lambda q, d: (q[0] + _encoding_peak(d[0]), q[1] + _encoding_peak(d[1])),
-                              lambda q, d: (q[0] + d[0], q[1] + d[1]), 1 if integer_centers else 2, sign)
-    if not padded:
-        residual = residual + _unpadded_boundary_residual()
-    return ProofResult(
-        "Theorem 1 of the paper (2-D): MHSA with K² quadratic heads = K×K convolution",
-        "α→∞, integer centres, zero padding then crop, D_h ≥ rank W_Δ: MHSA(X)_q = Σ_Δ X_{q+Δ} W_Δ",
-        residual, scope="general",
-        variables=("H", "W", "K", "D_in", "D_out", "q"),
-        steps=(hard_attention_limit(), softmax_factorization(), lemma1_block_identity(), rank_condition()),
+    u, v = sp.IndexedBase("U"), sp.IndexedBase("V")
+    assign = sp.Piecewise((2, sp.Eq(h, 1)), (1, sp.Eq(h, 2)), (h, True)) if swap_blocks else h
+    head, limit = _head_reads_shift(h, attention, sign)  # (A^(h) X)_{q,i}
+    q = sp.Symbol("q", **_int)
+    x, centers = sp.IndexedBase("X"), sp.IndexedBase("Delta", integer=True)
+    layer = head * u[h, i, c] * v[assign, c, o]  # (A^(h) X W_val^(h))_{q,c} (W_out block h)_{c,o}
+    conv = x[q + centers[h], i] * u[h, i, c] * v[h, c, o]  # X_{q+Δ_h} W_Δh, W_Δh = U_h V_h
+    summand = sp.expand(layer - conv)
+    limits = [(c, 1, d_h), (i, 1, d_in), (h, 1, heads)]
+    assignment = ProofResult(
+        "heads meet their own blocks" if not swap_blocks else "heads meet swapped blocks",
+        "Σ_h Σ_{i,c} (A^(h)X)_{q,i} U_{h,i,c} (W_out block h)_{c,o} = Σ_h (X_{q+Δ_h} U_h V_h)_o",
+        summand if summand == 0 else sp.Sum(summand, *limits), scope="general",
+        variables=("N_h", "D_in", "D_h", "D_out", "q", "Δ_h"))
+    steps = [assignment, single, base, step] + ([limit] if limit is not None else [])
+    return combine(
+        "heads concatenated = sum of shifted products (the paper's Lemma 1)",
+        "concat_h[A^(h) X W_val^(h)] W_out = Σ_h shift_Δh(X) W_val^(h) W_out^(h) for every N_h, N, D_in, D_h, D_out",
+        steps, scope="induction", variables=("N_h", "N", "D_in", "D_h", "D_out"),
+        latex=r"\begin{aligned} &\operatorname{concat}_h\big[A^{(h)} X W^{(h)}_{val}\big] W_{out} \\"
+              r" &= \textstyle\sum_h \operatorname{shift}_{\Delta^{(h)}}(X)\, W^{(h)}_{val} W^{(h)}_{out}"
+              r" \end{aligned}",
     )
 
 
-def one_dimensional_case(center_coefficient: int = -2) -> ProofResult:
+def _padded_conv(dims: int, *, offset: sp.Expr = 0, sign: int = -1, strided: bool = False,
+                 dilated_centers: bool = True, padded: bool = True, coefficient: int = -2) -> tuple[sp.Expr, list[ProofResult]]:
+    """MHSA with one derived-limit head per tap on the zero-padded canvas, cropped, minus the convolution.
+
+    Per axis: kernel size K = a + b + 1 (tap a, b ≥ 0 taps after it), padding p ≥ 0, stride s, dilation d, output
+    index q ≥ 0 with r ≥ 0 outputs after it, so the input has H = s q + d (K - 1) + 1 - 2p + r pixels. The head
+    for tap a is centred on d a - p (+ ``offset``), attends from the canvas position s q over the keys -p .. H-1+p
+    of the padded input X̃ (zero outside 0..H-1), and the convolution reads X̃_{s q + d a - p} (PyTorch).
+    Every condition that decides whether the head's target lies on the canvas is decided symbolically.
+    Returns the residual Σ_{i, taps} (head - conv) W and the per-axis limit derivations.
+    """
+    tap = sp.symbols(f"a1:{dims + 1}", integer=True, nonnegative=True)
+    after = sp.symbols(f"b1:{dims + 1}", integer=True, nonnegative=True)
+    q = sp.symbols(f"q1:{dims + 1}", integer=True, nonnegative=True)
+    rest = sp.symbols(f"r1:{dims + 1}", integer=True, nonnegative=True)
+    pad = sp.symbols(f"p1:{dims + 1}", integer=True, nonnegative=True)
+    stride = sp.symbols(f"s1:{dims + 1}", **_pos_int) if strided else (1,) * dims
+    dil = sp.symbols(f"d1:{dims + 1}", **_pos_int) if strided else (1,) * dims
+    k = sp.symbols(f"k1:{dims + 1}", **_int)
+    i, o = sp.symbols("i o", **_int)
+    d_in = sp.Symbol("D_in", **_pos_int)
+    xt, x, w = sp.IndexedBase("X̃"), sp.IndexedBase("X"), sp.IndexedBase("W")
+    size = [stride[a] * q[a] + dil[a] * (tap[a] + after[a]) + 1 - 2 * pad[a] + rest[a] for a in range(dims)]
+    limits, weight = [], sp.Integer(1)
+    for a in range(dims):
+        scale = dil[a] if dilated_centers else 1
+        limit = axis_limit(scale * tap[a] - pad[a] + _rational(offset), sign, coefficient)
+        limits.append(limit)
+        weight = weight * limit.weight(k[a], stride[a] * q[a])
+    if padded:
+        ranges = [(k[a], -pad[a], size[a] - 1 + pad[a]) for a in range(dims)]
+        head = sp.Sum(weight * xt[(*k, i)], *ranges[::-1]).doit()
+    else:  # attention over the image itself: no zero keys around it
+        ranges = [(k[a], 0, size[a] - 1) for a in range(dims)]
+        head = sp.Sum(weight * x[(*k, i)], *ranges[::-1]).doit()
+    head = sp.piecewise_fold(decide_conditions(head))
+    conv = xt[(*(stride[a] * q[a] + dil[a] * tap[a] - pad[a] for a in range(dims)), i)]
+    summand = sp.expand((head - conv) * w[(*tap, i, o)])
+    kernel = sp.symbols(f"K1:{dims + 1}", **_pos_int)  # each tap's residual vanishes for every a ≤ K - 1
+    taps = [(tap[a], 0, kernel[a] - 1) for a in range(dims)]
+    residual = summand if summand == 0 else sp.Sum(summand, (i, 0, d_in - 1), *taps)
+    return residual, [limit.proof for limit in limits]
+
+
+def unpadded_boundary_refutation() -> ProofResult:
+    """Without padding, the construction fails at the border, derived from the logit: at the query q = 0 the head
+    for the tap Δ = -1 - n (n ≥ 0) sees only the keys 0..H-1 (H symbolic). Over those keys the logit is largest at
+    key 0 and every key 1 + m (m ≥ 0) is at least 3α below it, so the limit reads X_0; the zero-padded convolution
+    reads X̃_{-1-n} = 0. The residual X_0 is not zero: the refutation holds for every H and every such tap."""
+    n, m = sp.symbols("n m", integer=True, nonnegative=True)
+    key, i = sp.symbols("k i", **_int)
+    target = -1 - n
+    logit = encoding_logit([key], [target])
+    margin = sp.expand((logit.subs(key, 0) - logit.subs(key, 1 + m)) / alpha) - 3
+    gap = ProofResult("key 0 is the nearest existing key, by a gap 3α",
+                      "ℓ(0) - ℓ(1 + m) ≥ 3α for every m ≥ 0 when the target is -1 - n",
+                      sp.Integer(0) if nonnegative(margin) else margin, scope="general", variables=("n", "m", "α"))
+    x = sp.IndexedBase("X")
+    head_reads = x[0, i]  # the limit of hard_limits with the gap above: weight 1 on key 0
+    padded_conv_reads = sp.Integer(0)  # X̃_{-1-n}: a padded zero
+    return ProofResult("without padding, a border head reads the nearest pixel (refutation)",
+                       "at q = 0, tap Δ = -1 - n: MHSA reads X_0, the zero-padded convolution reads 0",
+                       head_reads - padded_conv_reads, scope="general", variables=("H", "n", "α"),
+                       steps=(gap,))
+
+
+def theorem1(offset: sp.Expr = 0, sign: int = -1, padded: bool = True) -> ProofResult:
+    """Theorem 1 (2-D): a multi-head self-attention layer with N_h = K² heads, D_h ≥ rank W_Δ, the quadratic
+    encoding with centres on the taps Δ = a - p, α → ∞, on the zero-padded input with the output cropped to the
+    convolution's output grid, computes the K x K convolution y_q = Σ_a X̃_{q+a-p} W_a.
+
+    Symbolic in the image size H x W, the kernel size K, the padding p, D_in, D_out and the output pixel q
+    (``_padded_conv``): the pad-attend-crop step is derived for every size, and each head's attention is the
+    derived limit of its logit. True variant: ``offset=1/3`` (off-grid centres, each with a unique nearest key).
+    False variants: ``offset=1/2`` (ties), ``sign=+1`` (no interior maximum), ``padded=False`` (attention over the
+    unpadded image; refuted by :func:`unpadded_boundary_refutation`).
+    """
+    residual, limits = _padded_conv(2, offset=offset, sign=sign, padded=padded)
+    steps = [hard_attention_limit(), softmax_factorization(), lemma1_block_identity(), rank_condition(), *limits]
+    if not padded:
+        steps.append(unpadded_boundary_refutation())
+        residual = residual + steps[-1].residual
+    return ProofResult(
+        "MHSA with K² quadratic heads = K×K convolution (the paper's Theorem 1, 2-D)",
+        "α→∞, centres on the taps, zero padding then crop, D_h ≥ rank W_Δ: MHSA(X)_q = Σ_Δ X̃_{q+Δ} W_Δ",
+        residual, scope="general", variables=("H", "W", "K", "p", "D_in", "D_out", "q"), steps=tuple(steps),
+    )
+
+
+def one_dimensional_case(center_coefficient: int = -2, sign: int = -1, offset: sp.Expr = 0) -> ProofResult:
     """The 1-D case: the encoding r_δ = (δ², δ) (D_p = 2) with v = -α(1, c Δ), c = -2, centres each head on Δ, and
-    K heads compute the 1-D convolution y_q = Σ_Δ X_{q+Δ} W_Δ for any length, K and channels.
+    K heads compute the 1-D convolution y_q = Σ_a X̃_{q+a-p} W_a for any length, K, padding and channels.
 
     The head's centre is derived, not assumed: completing the square gives logits -α(δ - δ*)² + const with
-    δ* = -c Δ / 2. ``center_coefficient=2`` puts the head on -Δ: a flipped kernel (false).
+    δ* = -c Δ / 2. ``center_coefficient=2`` puts the head on -Δ: a flipped kernel (false); ``sign=+1`` is the
+    encoding with the opposite sign (false); ``offset=1/3`` off-grid centres (true).
     """
     delta, center = sp.symbols("delta Delta", **_int)
     logit = -alpha * (delta**2 + center_coefficient * center * delta)
@@ -277,80 +371,139 @@ def one_dimensional_case(center_coefficient: int = -2) -> ProofResult:
     square = verify_equal("completing the square", "-α(δ² + cΔδ) = -α(δ - δ*)² + α δ*², δ* = -cΔ/2",
                           logit, -alpha * (delta - peak) ** 2 + alpha * peak**2, simplify=sp.expand,
                           scope="general", variables=("α", "δ", "Δ"))
-    residual = _conv_residual(1, lambda q, d: (q[0] + peak.subs(center, d[0]),), lambda q, d: (q[0] + d[0],), 1)
+    residual, limits = _padded_conv(1, offset=offset, sign=sign, coefficient=center_coefficient)
     return ProofResult(
         "1-D case (D_p = 2)",
-        f"r_δ = (δ², δ), v = -α(1, {center_coefficient}Δ): K heads at α→∞ give y_q = Σ_Δ X_{{q+Δ}} W_Δ",
-        residual, scope="general", variables=("N", "K", "D_in", "D_out", "q"),
-        steps=(square, hard_attention_limit()),
+        f"r_δ = (δ², δ), v = -α(1, {center_coefficient}Δ): K heads at α→∞ give y_q = Σ_Δ X̃_{{q+Δ}} W_Δ",
+        residual, scope="general", variables=("N", "K", "p", "D_in", "D_out", "q"),
+        steps=(square, hard_attention_limit(), *limits),
     )
 
 
-def dilation_and_stride(dilated_centers: bool = True) -> ProofResult:
-    """Dilation d and stride s: heads centred on d ⊙ Δ, with the output read at the queries s ⊙ p, compute the
-    dilated, strided convolution y_p = Σ_Δ X_{s p + d Δ} W_Δ. Symbolic in s, d, K, the image and the channels.
+def dilation_and_stride(dilated_centers: bool = True, sign: int = -1, offset: sp.Expr = 0) -> ProofResult:
+    """Dilation d and stride s: heads centred on d a - p, with the output read at the canvas queries s q, compute
+    the dilated, strided convolution y_q = Σ_a X̃_{s q + d a - p} W_a (PyTorch's). Symbolic in s, d, K, p, the
+    image size, the channels and q, on the zero-padded canvas (``_padded_conv``).
 
-    ``dilated_centers=False`` centres the heads on Δ, as if the dilation were ignored (false).
+    ``dilated_centers=False`` centres the heads on a - p, as if the dilation were ignored (false); ``sign=+1``
+    is the encoding with the opposite sign (false).
     """
-    s = sp.symbols("s1:3", **_pos_int)
-    dil = sp.symbols("d1:3", **_pos_int)
-    scale = dil if dilated_centers else (1, 1)
-
-    def centers(p, delta):  # the query s⊙p plus the peak of the encoding with centre scale⊙Δ
-        return tuple(s[a] * p[a] + _encoding_peak(scale[a] * delta[a]) for a in range(2))
-
-    def reads(p, delta):
-        return tuple(s[a] * p[a] + dil[a] * delta[a] for a in range(2))
-
+    residual, limits = _padded_conv(2, offset=offset, sign=sign, strided=True, dilated_centers=dilated_centers)
     return ProofResult(
         "dilation and stride",
-        "heads centred on d⊙Δ, output read at s⊙p: y_p = Σ_Δ X_{s⊙p + d⊙Δ} W_Δ",
-        _conv_residual(2, centers, reads, 1), scope="general",
-        variables=("s", "d", "H", "W", "K", "D_in", "D_out", "p"),
-        steps=(hard_attention_limit(),),
+        "heads centred on d⊙a - p, output read at s⊙q: y_q = Σ_a X̃_{s⊙q + d⊙a - p} W_a",
+        residual, scope="general", variables=("s", "d", "H", "W", "K", "p", "D_in", "D_out", "q"),
+        steps=(hard_attention_limit(), *limits),
     )
+
+
+def _sum_of_nonnegative_terms(expr: sp.Expr) -> bool:
+    """True when ``expr`` expands to a sum of products of nonnegative factors, each factor a nonnegative symbol, a
+    nonnegative number, or a ``Sum`` whose summand is nonnegative (a sum of nonnegative terms is nonnegative)."""
+    def factor_ok(f: sp.Expr) -> bool:
+        if isinstance(f, sp.Sum):
+            return f.function.is_nonnegative is True
+        if isinstance(f, sp.Pow) and f.exp.is_integer and f.exp.is_positive:
+            return factor_ok(f.base) or f.exp.is_even is True
+        return f.is_nonnegative is True
+
+    return all(all(factor_ok(f) for f in sp.Mul.make_args(term)) for term in sp.Add.make_args(sp.expand(expr)))
 
 
 def finite_alpha_bound(factor: sp.Expr = 1) -> ProofResult:
-    """The finite-α error bound, derived.
+    """The finite-α error bound of a 2-D quadratic head, derived with α, the grid and the channels symbolic.
 
-    1. With R = Σ_{δ≠Δ} e^{-α‖δ-Δ‖²} the off-target mass is ε = R / (1 + R) (the target key has weight 1 / (1 + R)).
-    2. x ↦ x / (1 + x) increases (derivative 1 / (1 + x)² > 0) and R ≤ S(α) = θ(α)^d - 1, so ε ≤ S / (1 + S),
-       with equality in the interior of an infinite grid (R = S); S / (1 + S) = 1 - θ^{-d}.
-    3. With Σ_k A_k = 1: Σ_k A_k Y_k - Y_t = Σ_k A_k (Y_k - Y_t) over any N keys, whose k = t term is zero, so by
-       the triangle inequality ‖MHSA_q - Conv_q‖ ≤ Σ_h ε max_k ‖Y^(h)_k - Y^(h)_t‖.
+    1. From the logit: the weight of the key at δ = Δ + n relative to the target is e^{ℓ(Δ+n) - ℓ(Δ)} = e^{-α‖n‖²}.
+    2. Tail mass: on a grid that leaves L_a offsets below and U_a above the target on axis a, the off-target
+       weight is R = P_1 P_2 - 1 with P_a = Σ_{n=-L_a}^{U_a} e^{-αn²} (Fubini). Splitting θ(α) = Σ_{n∈Z} e^{-αn²}
+       into P_a and two tails T_a ≥ 0 gives S - R = P_1 T_2 + T_1 P_2 + T_1 T_2 ≥ 0 with S = θ² - 1.
+    3. The off-target mass is ε = R / (1 + R) (the target key has weight 1 / (1 + R)); x ↦ x / (1 + x) increases,
+       so ε ≤ S / (1 + S) = 1 - θ^{-2}. Equality when every T_a = 0: on an infinite grid. On a finite grid the bound
+       is not attained (chapter 03 measures the ratio).
+    4. With Σ_k A_k = 1: Σ_k A_k Y_k - Y_t = Σ_k A_k (Y_k - Y_t) over any N keys.
+    5. Triangle inequality, from the Lagrange identity ‖a‖²‖b‖² - (a·b)² = ½ Σ_{i,j} (a_i b_j - a_j b_i)² in D
+       dimensions (D symbolic): so a·b ≤ ‖a‖‖b‖ and ‖a + b‖ ≤ ‖a‖ + ‖b‖, hence ‖Y_k - Y_t‖ ≤ 2 max_k ‖Y_k‖.
+    6. With A_k ≥ 0 and m_k ≤ m: Σ_{k≠t} A_k m_k ≤ ε m, since ε m - Σ A_k m_k = Σ A_k (m - m_k) ≥ 0.
 
-    ``factor`` scales the claimed bound (``factor=1/2`` is the false variant; step 2's equality case refutes it).
+    Together: ‖MHSA(X)_q - Conv(X)_q‖ ≤ Σ_h ε · 2 max_k ‖X_k W^(h)‖. ``factor`` scales the claimed bound on the
+    mass (``factor=1/2`` is a false variant; the equality case of step 3 refutes it).
     """
-    r, s, theta = sp.symbols("R S theta", positive=True)
-    d = sp.Symbol("d", **_pos_int)
-    mass = r / (1 + r)
-    target_weight = verify_equal("target weight", "1 - 1/(1+R) = R/(1+R)", 1 - 1 / (1 + r), mass,
+    n1, n2, n = sp.symbols("n1 n2 n", **_int)
+    center = sp.symbols("Delta1 Delta2", **_int)
+    logit = encoding_logit([center[0] + n1, center[1] + n2], center) - encoding_logit(center, center)
+    relative = verify_equal("relative weight from the logit", "ℓ(Δ + n) - ℓ(Δ) = -α‖n‖²",
+                            logit, -alpha * (n1**2 + n2**2), simplify=sp.expand, scope="general",
+                            variables=("α", "Δ", "n"))
+    lo, hi = sp.symbols("L1:3", integer=True, nonnegative=True), sp.symbols("U1:3", integer=True, nonnegative=True)
+
+    def g(v):
+        return sp.exp(-alpha * v**2)
+
+    grid = sp.Sum(sp.exp(-alpha * (n1**2 + n2**2)), (n1, -lo[0], hi[0]), (n2, -lo[1], hi[1]))
+    partial = [sp.Sum(g(n), (n, -lo[a], hi[a])) for a in range(2)]
+    fubini = verify_equal("the grid sum factorises", "Σ_{n1,n2} e^{-α(n1²+n2²)} = P_1 P_2",
+                          grid, partial[0] * partial[1], simplify=sum_simplify, scope="general",
+                          variables=("α", "L", "U"))
+    tails = [sp.Sum(g(n), (n, -sp.oo, -lo[a] - 1)) + sp.Sum(g(n), (n, hi[a] + 1, sp.oo)) for a in range(2)]
+    theta = sp.Sum(g(n), (n, -sp.oo, sp.oo))
+    split = [verify_equal(f"θ splits on axis {a + 1}", "θ(α) = P_a + T_a", theta, partial[a] + tails[a],
+                          simplify=sp.simplify, scope="general", variables=("α", "L", "U")) for a in range(2)]
+    r, s_ = partial[0] * partial[1] - 1, (partial[0] + tails[0]) * (partial[1] + tails[1]) - 1
+    gap = sp.expand(s_ - r)
+    tail_bound = ProofResult("tail-mass bound R ≤ S(α)", "S - R = P_1 T_2 + T_1 P_2 + T_1 T_2 ≥ 0",
+                             sp.Integer(0) if _sum_of_nonnegative_terms(gap) else gap, scope="general",
+                             variables=("α", "L", "U"))
+    big_r, big_s, theta_s = sp.symbols("R S theta", positive=True)
+    mass = big_r / (1 + big_r)
+    target_weight = verify_equal("target weight", "1 - 1/(1+R) = R/(1+R)", 1 - 1 / (1 + big_r), mass,
                                  scope="general", variables=("R",))
-    derivative = sp.simplify(sp.diff(mass, r))
+    derivative = sp.simplify(sp.diff(mass, big_r))
     increasing = ProofResult("x/(1+x) increases", "d/dR [R/(1+R)] = 1/(1+R)² > 0",
-                             sp.simplify(derivative - 1 / (1 + r) ** 2) + (0 if derivative.is_positive else 1),
+                             sp.simplify(derivative - 1 / (1 + big_r) ** 2) + (0 if derivative.is_positive else 1),
                              scope="general", variables=("R ≥ 0",))
-    bound = factor * s / (1 + s)
-    tight = verify_equal("the bound is attained in the interior (R = S)", "ε(R = S) = bound(S)",
-                         mass.subs(r, s), bound, scope="general", variables=("S",))
-    closed = verify_equal("closed form", "S/(1+S) = 1 - θ^{-d} for S = θ^d - 1",
-                          (s / (1 + s)).subs(s, theta**d - 1), 1 - theta ** (-d), scope="general",
-                          variables=("θ", "d"))
-    n = sp.Symbol("N", **_pos_int)
+    bound = factor * big_s / (1 + big_s)
+    tight = verify_equal("equality on an infinite grid (T_a = 0, R = S = θ² - 1)", "ε(R = θ² - 1) = bound",
+                         mass.subs(big_r, theta_s**2 - 1), factor * (1 - theta_s ** (-2)), scope="general",
+                         variables=("θ",))
+    closed = verify_equal("closed form", "S/(1+S) = 1 - θ^{-2} for S = θ² - 1",
+                          (big_s / (1 + big_s)).subs(big_s, theta_s**2 - 1), 1 - theta_s ** (-2), scope="general",
+                          variables=("θ",))
+    count = sp.Symbol("N", **_pos_int)
     k, t = sp.symbols("k t", **_int)
     a, y = sp.IndexedBase("A"), sp.IndexedBase("Y")
-    # Σ_k A_k Y_k - Y_t with Y_t = Y_t Σ_k A_k (the rows of A sum to one)
-    lhs = sp.Sum(a[k] * y[k], (k, 1, n)) - y[t] * sp.Sum(a[k], (k, 1, n))
-    rhs = sp.Sum(a[k] * (y[k] - y[t]), (k, 1, n))
+    lhs = sp.Sum(a[k] * y[k], (k, 1, count)) - y[t] * sp.Sum(a[k], (k, 1, count))  # Y_t = Y_t Σ_k A_k
+    rhs = sp.Sum(a[k] * (y[k] - y[t]), (k, 1, count))
     error = verify_equal("error as a weighted sum of differences", "Σ_k A_k Y_k - Y_t = Σ_k A_k (Y_k - Y_t)",
                          lhs, rhs, simplify=lambda e: sp.expand(pull_sums(e)), scope="general",
                          variables=("N", "A", "Y", "t"))
+    dim = sp.Symbol("D", **_pos_int)
+    i, j = sp.symbols("i j", **_int)
+    u, v = sp.IndexedBase("a", real=True), sp.IndexedBase("b", real=True)
+    lagrange = verify_equal(
+        "Lagrange identity (Cauchy-Schwarz, hence the triangle inequality)",
+        "‖a‖²‖b‖² - (a·b)² = ½ Σ_{i,j} (a_i b_j - a_j b_i)² ≥ 0, in D dimensions",
+        sp.Sum(u[i] ** 2, (i, 1, dim)) * sp.Sum(v[j] ** 2, (j, 1, dim))
+        - sp.Sum(u[i] * v[i], (i, 1, dim)) * sp.Sum(u[j] * v[j], (j, 1, dim)),
+        sp.Sum(sp.expand((u[i] * v[j] - u[j] * v[i]) ** 2) / 2, (i, 1, dim), (j, 1, dim)),
+        simplify=sum_simplify, scope="general", variables=("D", "a", "b"))
+    norm_a, norm_b, dot = sp.symbols("A_n B_n c", nonnegative=True)
+    # (‖a‖ + ‖b‖)² - ‖a + b‖² = 2(‖a‖‖b‖ - a·b), nonnegative by Cauchy-Schwarz (write a·b = ‖a‖‖b‖ - c, c ≥ 0)
+    slack = sp.expand((norm_a + norm_b) ** 2 - (norm_a**2 + 2 * (norm_a * norm_b - dot) + norm_b**2))
+    triangle = ProofResult("triangle inequality", "(‖a‖+‖b‖)² - ‖a+b‖² = 2(‖a‖‖b‖ - a·b) ≥ 0",
+                           sp.Integer(0) if nonnegative(slack) else slack, scope="general", variables=("a", "b"))
+    m_k, top = sp.IndexedBase("m"), sp.Symbol("m_max")
+    weights = sp.IndexedBase("A", nonnegative=True)
+    excess = sp.Sum(weights[k] * (top - m_k[k]), (k, 1, count))  # m_max - m_k ≥ 0 for every k
+    weighted = ProofResult("a weighted sum is at most ε times the largest term",
+                           "ε m_max - Σ_{k≠t} A_k m_k = Σ_{k≠t} A_k (m_max - m_k) ≥ 0",
+                           sp.Integer(0) if excess.function.subs(top - m_k[k], sp.Symbol("z", nonnegative=True))
+                           .is_nonnegative else excess, scope="general", variables=("N", "A ≥ 0", "m"))
     return combine(
         "finite-α bound",
-        f"off-target mass ≤ {factor}·S/(1+S); ‖MHSA(X)_q - Conv(X)_q‖ ≤ Σ_h ε max_k ‖(X_k - X_t) W^(h)‖",
-        [target_weight, increasing, tight, closed, error], scope="general",
-        variables=("α", "d", "N", "grid"),
+        f"off-target mass ≤ {factor}·S/(1+S), S = θ(α)² - 1; ‖MHSA(X)_q - Conv(X)_q‖ ≤ Σ_h 2ε max_k ‖X_k W^(h)‖",
+        [relative, fubini, *split, tail_bound, target_weight, increasing, tight, closed, error, lagrange, triangle,
+         weighted],
+        scope="general", variables=("α", "L", "U", "N", "D"),
     )
 
 

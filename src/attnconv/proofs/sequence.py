@@ -21,7 +21,7 @@ import torch
 
 from ..positional.sequence import relative_position_bucket
 from ._symbolic import minors_above_rank, reindex, sum_simplify
-from .result import ProofResult, verify_equal
+from .result import ProofResult, combine, verify_equal
 
 __all__ = [
     "fixed_bias_is_lightweight_conv",
@@ -60,12 +60,13 @@ def _attention_row(logit, x, j, lo, hi):
     return sp.Sum(sp.exp(logit(j)) * x[j], (j, lo, hi)) / sp.Sum(sp.exp(logit(j)), (j, lo, hi))
 
 
-def fixed_bias_is_lightweight_conv(offset: str = "key-query") -> ProofResult:
+def fixed_bias_is_lightweight_conv(offset: str = "key-query", extra_key: bool = False) -> ProofResult:
     """Equivalence 1: attention with logits b_{j-i} on the keys abs(j - i) ≤ k (no content term) is, at every
     query i whose 2k + 1 keys all exist, the lightweight convolution Σ_δ β_δ x_{i+δ} with β = softmax(b).
 
     Symbolic in N, k, i and the bias b (the kernel β is normalised over its own 2k + 1 taps, so the attention's
-    normaliser must cancel against it). ``offset="query-key"`` indexes the bias by i - j (a flipped kernel: false).
+    normaliser must cancel against it). ``offset="query-key"`` indexes the bias by i - j (a flipped kernel: false);
+    ``extra_key=True`` lets the head see the keys i-k .. i+k+1, one more than the kernel (false).
     Boundary queries are :func:`boundary_renormalisation`.
     """
     if offset not in ("key-query", "query-key"):
@@ -73,7 +74,7 @@ def fixed_bias_is_lightweight_conv(offset: str = "key-query") -> ProofResult:
     n, k, _, _, i, j, delta, e, _, _ = _symbols()
     b, x = sp.IndexedBase("b", real=True), sp.IndexedBase("x", real=True)
     sign = 1 if offset == "key-query" else -1
-    attention = _attention_row(lambda key: b[sign * (key - i)], x, j, i - k, i + k)
+    attention = _attention_row(lambda key: b[sign * (key - i)], x, j, i - k, i + k + (1 if extra_key else 0))
     beta = sp.exp(b[delta]) / sp.Sum(sp.exp(b[e]), (e, -k, k))
     conv = sp.Sum(beta * x[i + delta], (delta, -k, k))
     return verify_equal(
@@ -132,16 +133,9 @@ def clipped_bias_tails(tails: str = "edge") -> ProofResult:
     )
 
 
-def query_dependent_is_dynamic_conv(scaled: bool = True) -> ProofResult:
-    """Equivalence 2: Shaw et al.'s term (x_i W^Q + b^Q)·a_{clip(j-i)} / sqrt(D_h) is the dynamic kernel
-    x_i W^D + b^D read at tap clip(j-i) + k, with W^D = W^Q A^T / sqrt(D_h) and b^D = b^Q A^T / sqrt(D_h)
-    (A = [a_{-k} ... a_k] stacked as rows): a kernel predicted from the query token alone.
-
-    Proved for all taps at once as an identity of matrix expressions with symbolic N, C, D_h and k (both sides
-    are read at the same tap clip(j - i) + k). Equal logits give equal softmax rows, so the attention is the
-    dynamic lightweight convolution softmax(x_i W^D + b^D). ``scaled=False`` drops the 1/sqrt(D_h) from W^D and
-    b^D (a false statement).
-    """
+def _query_logit_identity(scaled: bool = True) -> ProofResult:
+    """(x_i W^Q + b^Q)·a_t / sqrt(D_h) = (x_i W^D + b^D)_t for every tap t, W^D = W^Q A^T / sqrt(D_h),
+    b^D = b^Q A^T / sqrt(D_h): matrix expressions with symbolic N, C, D_h and k."""
     n, k, c, d = sp.symbols("N k C D_h", integer=True, positive=True)
     x, w_q = sp.MatrixSymbol("X", n, c), sp.MatrixSymbol("W^Q", c, d)
     b_q, a = sp.MatrixSymbol("b^Q", 1, d), sp.MatrixSymbol("A", 2 * k + 1, d)
@@ -151,10 +145,47 @@ def query_dependent_is_dynamic_conv(scaled: bool = True) -> ProofResult:
     lhs = (x * w_q + ones * b_q) * a.T / sp.sqrt(d)  # (N, 2k+1): row i holds query i's logit at every tap
     rhs = x * w_d + ones * b_d
     return verify_equal(
+        "Shaw logits = dynamic kernel logits",
+        "(x_i W^Q + b^Q)·a_t/√D_h = (x_i W^D + b^D)_t, W^D = W^Q A^T/√D_h, b^D = b^Q A^T/√D_h",
+        lhs, rhs, simplify=lambda e: sp.expand(e).doit(), scope="general", variables=("N", "C", "D_h", "k"))
+
+
+def query_dependent_is_dynamic_conv(scaled: bool = True, tails: str = "edge") -> ProofResult:
+    """Equivalence 2: a head whose only logits are Shaw et al.'s term (x_i W^Q + b^Q)·a_{clip(j-i)} / sqrt(D_h),
+    over all N keys, is the renormalised dynamic lightweight convolution with kernel logits κ_i = x_i W^D + b^D
+    read at clip(δ): attention_i = Σ_δ β_i[δ] x_{i+δ} / Σ_δ β_i[δ] over the offsets δ = -i .. N-1-i that exist,
+    with β_i = softmax over the 2N - 1 taps of κ_i[clip(δ)]. A kernel predicted from the query token alone.
+
+    Two steps: (1) the logits, as matrix expressions with symbolic N, C, D_h, k (associativity); (2) the softmax
+    with clipping, symbolic in N, k, i and the kernel κ (any function of the query and the clipped tap): the
+    attention's normaliser cancels against the kernel's, after re-indexing the keys j = i + δ.
+
+    False variants: ``scaled=False`` drops the 1/sqrt(D_h) from W^D and b^D; ``tails="zero"`` claims the 2k + 1-tap
+    kernel with zero weight beyond ±k (clipping ignored).
+    """
+    if tails not in ("edge", "zero"):
+        raise ValueError(f"tails must be 'edge' or 'zero', got {tails!r}")
+    n, k, _, _, i, j, delta, e, _, _ = _symbols()
+    kappa = sp.Function("kappa")  # κ_i[t]: any kernel logit predicted from query i at tap t
+    x = sp.IndexedBase("x", real=True)
+    attention = _attention_row(lambda key: kappa(i, _clip_symbolic(key - i, k)), x, j, 0, n - 1)
+    reach = n - 1 if tails == "edge" else k
+    beta = sp.exp(kappa(i, _clip_symbolic(delta, k))) / sp.Sum(sp.exp(kappa(i, _clip_symbolic(e, k))),
+                                                               (e, -reach, reach))
+    lo, hi = (-i, n - 1 - i) if tails == "edge" else (sp.Max(-k, -i), sp.Min(k, n - 1 - i))
+    conv = sp.Sum(beta * x[i + delta], (delta, lo, hi)) / sp.Sum(beta, (delta, lo, hi))
+    row = verify_equal(
+        "softmax over clipped query kernels = renormalised dynamic conv",
+        "softmax_j(κ_i[clip(j-i)]) · x = Σ_δ β_i[δ] x_(i+δ) / Σ_δ β_i[δ], β_i = softmax(κ_i[clip(δ)])",
+        reindex(attention, j, i, delta), conv, simplify=sum_simplify,
+        scope="general", variables=("N", "k", "i", "κ"))
+    return combine(
         "query-dependent term = dynamic conv",
-        "(x_i W^Q + b^Q)·a_clip(j-i)/√D_h = (x_i W^D + b^D)_clip(j-i), W^D = W^Q A^T/√D_h, b^D = b^Q A^T/√D_h",
-        lhs, rhs, simplify=lambda e: sp.expand(e).doit(),
-        scope="general", variables=("N", "C", "D_h", "k"),
+        "softmax_j((x_i W^Q + b^Q)·a_clip(j-i)/√D_h) = renormalised dynamic conv with kernel logits x_i W^D + b^D",
+        [_query_logit_identity(scaled), row], scope="general", variables=("N", "C", "D_h", "k", "i"),
+        latex=r"\begin{aligned} &\operatorname{softmax}_j\Big(\frac{q_i \cdot a_{\operatorname{clip}(j-i)}}"
+              r"{\sqrt{D_h}}\Big) \\ &= \operatorname{softmax}_j\big((X_i W^D + b^D)_{\operatorname{clip}(j-i)}"
+              r"\big), \\ &W^D = \frac{W^Q A^\top}{\sqrt{D_h}} \end{aligned}",
     )
 
 
@@ -189,12 +220,16 @@ def _keys_and_kernels():
     return n, k, c, d, i, j, delta, dd, project, w_q, w_k
 
 
-def key_dependent_is_dynamic_conv(predictor: str = "key") -> ProofResult:
+def key_dependent_is_dynamic_conv(predictor: str = "key", clipped: bool = True) -> ProofResult:
     """Equivalence 3: the key-dependent term (x_j W^K)·c_{clip(j-i)} / sqrt(D_h) is a dynamic convolution whose
     weight at offset δ is predicted from the token it reads: κ_i[δ] = γ_{i+δ}[clip(δ)] with
     γ_m[t] = (x_m W^K)·c_t / sqrt(D_h). Symbolic in i, j, C, D_h and k.
 
-    ``predictor="query"`` claims κ_i[δ] = γ_i[clip(δ)], a kernel predicted from the query (false).
+    ``predictor="query"`` claims κ_i[δ] = γ_i[clip(δ)], a kernel predicted from the query (false);
+    ``clipped=False`` claims κ_i[δ] = γ_{i+δ}[δ], the embedding read without clipping (false).
+
+    Scope ``definition``: κ is defined so that the two sides are the same expression once j = i + δ is
+    substituted; SymPy checks the substitution and which token predicts the kernel.
     """
     if predictor not in ("key", "query"):
         raise ValueError(f"predictor must be 'key' or 'query', got {predictor!r}")
@@ -206,16 +241,16 @@ def key_dependent_is_dynamic_conv(predictor: str = "key") -> ProofResult:
 
     lhs = sp.Sum(project(w_k, j, dd) * emb[_clip_symbolic(j - i, k), dd], (dd, 1, d)) / sp.sqrt(d)
     reader = i + delta if predictor == "key" else i
-    kernel = gamma(reader, _clip_symbolic(delta, k))  # κ_i[δ]
+    kernel = gamma(reader, _clip_symbolic(delta, k) if clipped else delta)  # κ_i[δ]
     return verify_equal(
         f"key-dependent term = dynamic conv predicted from the {predictor}",
         f"(x_j W^K)·c_clip(j-i)/√D_h = κ_i[j-i], κ_i[δ] = γ_{'i+δ' if predictor == 'key' else 'i'}[clip(δ)]",
         lhs, kernel.subs(delta, j - i), simplify=sum_simplify,
-        scope="general", variables=("i", "j", "C", "D_h", "k"),
+        scope="definition", variables=("i", "j", "C", "D_h", "k"),
     )
 
 
-def composite_is_sum_of_kernels(key_predictor: str = "key") -> ProofResult:
+def composite_is_sum_of_kernels(key_predictor: str = "key", fixed_clipped: bool = True) -> ProofResult:
     """Composite attention = softmax of content logits plus a sum of three convolution kernels.
 
     The logits L_ij = q_i·k_j/√D_h + b_clip(δ) + q_i·a_clip(δ)/√D_h + k_j·c_clip(δ)/√D_h (δ = j - i) equal
@@ -228,7 +263,10 @@ def composite_is_sum_of_kernels(key_predictor: str = "key") -> ProofResult:
 
     The content term is *not* a convolution in any useful sense: writing it as κ_i[δ] = M_{i,i+δ} re-indexes an
     arbitrary N x N matrix. Symbolic in i, j, C, D_h and k. ``key_predictor="query"`` builds the key kernel from
-    the query token instead (a false statement).
+    the query token instead; ``fixed_clipped=False`` reads the fixed kernel at δ, not clip(δ) (false statements).
+
+    Scope ``definition``: the difference of the two sides expands to zero without any simplification; SymPy checks
+    the bookkeeping of the four terms, it derives nothing.
     """
     if key_predictor not in ("key", "query"):
         raise ValueError(f"key_predictor must be 'key' or 'query', got {key_predictor!r}")
@@ -243,7 +281,7 @@ def composite_is_sum_of_kernels(key_predictor: str = "key") -> ProofResult:
     content = dot(project(w_q, i, dd), project(w_k, j, dd))
     logit = content + b[t] + dot(project(w_q, i, dd), a[t, dd]) + dot(project(w_k, j, dd), emb[t, dd])
     tap = _clip_symbolic(delta, k)
-    fixed = b[tap]
+    fixed = b[tap] if fixed_clipped else b[delta]
     query = sp.Sum(project(w_q, i, dd) * a[tap, dd], (dd, 1, d)) / root  # (x_i W^D)_tap
     reader = i + delta if key_predictor == "key" else i
     key = sp.Sum(project(w_k, reader, dd) * emb[tap, dd], (dd, 1, d)) / root  # γ_reader[tap]
@@ -251,15 +289,17 @@ def composite_is_sum_of_kernels(key_predictor: str = "key") -> ProofResult:
         f"composite logits = content + three relative kernels (key kernel from the {key_predictor})",
         "L_ij = M_ij + κ^fixed[δ] + κ^query_i[δ] + κ^key_i[δ] at δ = j - i; only the κ's are convolutions",
         logit, content + (fixed + query + key).subs(delta, j - i), simplify=sum_simplify,
-        scope="general", variables=("i", "j", "C", "D_h", "k"),
-        steps=(query_dependent_is_dynamic_conv(), key_dependent_is_dynamic_conv()),
+        scope="definition", variables=("i", "j", "C", "D_h", "k"),
+        latex=r"\begin{aligned} \alpha_{ij} &= \frac{q_i \cdot k_j}{\sqrt{D_h}} + \kappa^{f}[\delta]"
+              r" + \kappa^{q}_i[\delta] + \kappa^{k}_i[\delta], \\ \delta &= j - i \end{aligned}",
     )
 
 
 def alibi_kernel_decay(causal: bool = False, rate: int = 1) -> ProofResult:
-    """ALiBi is a lightweight convolution with a geometric kernel: for logits -m abs(j - i) the attention weights
-    of any query satisfy A_{i,j±1} / A_{i,j} = e^{-m} moving away from i, for any N and distance t = abs(j - i),
-    whatever the normaliser (causal or not; causally A_{i,j} = 0 for j > i).
+    """ALiBi is a lightweight convolution with a geometric kernel, derived from its logits -m abs(j - i): the
+    softmax weights A_ij = e^{-m abs(j - i)} / Σ_j' e^{-m abs(j' - i)} over the keys of a row (all N keys, or
+    j ≤ i when causal) satisfy A_{i,j±1} / A_{i,j} = e^{-m} for every step away from the query i, for any N, i
+    and distance t = abs(j - i) (j = i ± t, t ≥ 0, substituted into abs). Causally only the steps to the left exist.
 
     ``rate=2`` claims the ratio e^{-2m} (false).
     """
@@ -267,13 +307,21 @@ def alibi_kernel_decay(causal: bool = False, rate: int = 1) -> ProofResult:
     t = sp.Symbol("t", integer=True, nonnegative=True)  # distance of key j from the query
     n, i, key = sp.symbols("N i j", integer=True)
     lo, hi = (0, i) if causal else (0, n - 1)
-    z = sp.Sum(sp.exp(-m * sp.Abs(key - i)), (key, lo, hi))  # the row's normaliser, shared by both weights
-    ratio = (sp.exp(-m * (t + 1)) / z) / (sp.exp(-m * t) / z)
+
+    def logit(j):
+        return -m * sp.Abs(j - i)
+
+    def weight(j):  # one softmax weight of row i
+        return sp.exp(logit(j)) / sp.Sum(sp.exp(logit(key)), (key, lo, hi))
+
+    directions = (-1,) if causal else (1, -1)
+    ratios = [weight(i + d * (t + 1)) / weight(i + d * t) for d in directions]
     kind = "causal" if causal else "bidirectional"
     return verify_equal(
         f"ALiBi kernel decays by e^(-{rate}m) per step ({kind})",
         f"softmax_j(-m|j-i|): each step away from the query multiplies the weight by e^(-{rate}m)",
-        ratio, sp.exp(-rate * m), simplify=sp.simplify, scope="general", variables=("N", "i", "t", "m"),
+        sp.Matrix(ratios), sp.Matrix([sp.exp(-rate * m)] * len(ratios)), simplify=sp.simplify,
+        scope="general", variables=("N", "i", "t", "m"),
     )
 
 

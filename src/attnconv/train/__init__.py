@@ -10,6 +10,9 @@
   :class:`~attnconv.train.bert_config.PretrainConfig`, :class:`~attnconv.train.bert_config.FinetuneConfig`;
   :func:`~attnconv.train.bert_pretrain.pretrain_bert` (masked-LM) and
   :func:`~attnconv.train.bert_finetune.finetune_bert` (sentence classification over several seeds).
+- :mod:`attnconv.train.precision`: float32 or bfloat16 autocast per run (``precision``), the start-up speed probe
+  behind ``"auto"``, and which precision a resumed run continues in; :mod:`attnconv.train.optim`: the BERT
+  trainers' AdamW and clipped update.
 - :mod:`attnconv.train.results`: every kind of run folder read back, and tables of them.
 - :mod:`attnconv.train.cli`: ``python -m attnconv.train {vision,bert-pretrain,bert-finetune} ...``.
 - Helpers: :mod:`~attnconv.train.checkpoint` (atomic writes), :mod:`~attnconv.train.distributed` (torchrun),

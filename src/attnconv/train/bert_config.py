@@ -14,6 +14,7 @@ from ..data.corpus import PRETRAIN_CORPORA
 from ..data.hub import HUB_CORPORA, HUB_TASKS
 from ..data.tasks import TASKS
 from ..models.bert import BERT_SIZES, BertConfig
+from .precision import check_precision
 from .runs import check_device
 
 __all__ = ["FINETUNE_CONFIGS", "PRETRAIN_CONFIGS", "FinetuneConfig", "PretrainConfig"]
@@ -27,6 +28,7 @@ def _check_common(config: Any) -> None:
     if not 0 <= config.warmup < 1:
         raise ValueError(f"warmup must be a fraction in [0, 1), got {config.warmup!r}")
     check_device(config.device)
+    check_precision(config.precision)
 
 
 @dataclass
@@ -50,7 +52,8 @@ class PretrainConfig:
             (``wikitext-103``; needs ``datasets``) alone.
         seed: seeds the weights, example order, masking and dropout.
         device: ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
-        amp: bfloat16 autocast on CUDA.
+        precision: ``"fp32"``, ``"bf16"`` or ``"auto"``, as in :class:`attnconv.train.vision_config.TrainConfig`.
+        amp: what ``precision="auto"`` means on CUDA: bfloat16 autocast (True) or float32.
         time_limit: stop at the first evaluation past this many seconds (``None``: none).
         progress: show a tqdm progress bar.
     """
@@ -70,6 +73,7 @@ class PretrainConfig:
     corpora: tuple[str, ...] = PRETRAIN_CORPORA
     seed: int = 0
     device: str = "auto"
+    precision: str = "auto"
     amp: bool = True
     time_limit: float | None = None
     progress: bool = True
@@ -110,7 +114,7 @@ class FinetuneConfig:
         split_seed: seeds the 90/10 split of MR and SUBJ.
         dropout: the classifier's dropout.
         eval_batch_size: examples per evaluation batch.
-        device, amp, progress: as in :class:`PretrainConfig`.
+        device, precision, amp, progress: as in :class:`PretrainConfig`.
     """
 
     name: str = "custom"
@@ -127,6 +131,7 @@ class FinetuneConfig:
     dropout: float = 0.1
     eval_batch_size: int = 128
     device: str = "auto"
+    precision: str = "auto"
     amp: bool = True
     progress: bool = True
 
@@ -154,14 +159,15 @@ _GPU = replace(BERT_SIZES["base-small"])
 PRETRAIN_CONFIGS: dict[str, PretrainConfig] = {
     # Seconds on a CPU: the tests and the chapter run it to check the whole pipeline.
     "smoke": PretrainConfig(name="smoke", model=_TINY, steps=12, batch_size=8, lr=1e-3, max_length=64,
-                            eval_every=6, eval_examples=32, validation_fraction=0.25, device="cpu", progress=False),
+                            eval_every=6, eval_examples=32, validation_fraction=0.25, device="cpu", precision="fp32",
+                            progress=False),
     # About ten minutes on two quiet CPU cores (2.5-3 steps/s): 4 layers, hidden 256, 4 heads, examples of up
     # to 64 tokens. No time limit, so that every variant gets the same number of updates on a busy machine too.
     "cpu-quick": PretrainConfig(name="cpu-quick", model=_QUICK, steps=1500, batch_size=32, lr=1e-3, max_length=64,
-                                eval_every=100, eval_examples=512, device="cpu"),
+                                eval_every=100, eval_examples=512, device="cpu", precision="fp32"),
     # A quarter of cpu-quick's compute per step (2 layers, hidden 128) for CPUs shared with other work.
     "cpu-mini": PretrainConfig(name="cpu-mini", model=_MINI, steps=800, batch_size=32, lr=1e-3, max_length=64,
-                               eval_every=100, eval_examples=512, device="cpu", time_limit=900.0),
+                               eval_every=100, eval_examples=512, device="cpu", precision="fp32", time_limit=900.0),
     # A larger model and full-length examples for one GPU, about ten minutes.
     "gpu-10min": PretrainConfig(name="gpu-10min", model=_GPU, steps=20_000, batch_size=128, lr=5e-4,
                                 max_length=128, eval_every=1000, eval_examples=2048, time_limit=600.0),
@@ -170,11 +176,11 @@ PRETRAIN_CONFIGS: dict[str, PretrainConfig] = {
 #: The named fine-tuning configs of ``bert-finetune --config``.
 FINETUNE_CONFIGS: dict[str, FinetuneConfig] = {
     "smoke": FinetuneConfig(name="smoke", epochs=1, batch_size=8, lr=1e-3, max_length=64, train_examples=32,
-                            seeds=(0, 1), device="cpu", progress=False),
+                            seeds=(0, 1), device="cpu", precision="fp32", progress=False),
     # Under a minute per seed on two CPU cores: 2,000 training sentences, 2 epochs.
     "cpu-quick": FinetuneConfig(name="cpu-quick", epochs=2, batch_size=32, lr=2e-4, max_length=64,
-                                train_examples=2000, device="cpu"),
+                                train_examples=2000, device="cpu", precision="fp32"),
     "cpu-mini": FinetuneConfig(name="cpu-mini", epochs=2, batch_size=32, lr=2e-4, max_length=64,
-                               train_examples=2000, device="cpu"),
+                               train_examples=2000, device="cpu", precision="fp32"),
     "gpu-10min": FinetuneConfig(name="gpu-10min", epochs=3, batch_size=32, lr=5e-5, max_length=128),
 }

@@ -30,12 +30,14 @@ from ..data.tasks import TaskData, load_task
 from ..data.tokenizer import special_ids
 from ..models.bert import BertClassifier
 from .bert_config import FinetuneConfig
-from .bert_pretrain import adamw, clipped_step, load_pretrained
+from .bert_pretrain import load_pretrained
 from .checkpoint import load_checkpoint, save_checkpoint, write_json
 from .distributed import init_distributed
 from .provenance import provenance
-from .runs import (FINAL_FILE, METRICS_FILE, PROVENANCE_FILE, bf16_autocast, check_resumable,
-                   config_to_dict, load_average, start_run, stream_seed, write_jsonl)
+from .optim import adamw, clipped_step
+from .precision import precision_autocast, probe_speed, resolve_precision, resume_precision
+from .runs import (FINAL_FILE, METRICS_FILE, PROVENANCE_FILE, config_to_dict, load_average, start_run, stream_seed,
+                   write_jsonl)
 from .schedule import set_lr, warmup_linear
 
 __all__ = ["finetune_bert"]
@@ -50,14 +52,14 @@ def _encode_task(tokenizer: Tokenizer, examples, max_length: int) -> tuple[PairE
 
 @torch.no_grad()
 def _evaluate_classifier(model: BertClassifier, examples: PairExamples, labels: torch.Tensor, ids, batch_size: int,
-                         device: torch.device, amp: bool) -> dict[str, float]:
+                         device: torch.device, precision: str) -> dict[str, float]:
     model.eval()
     loss_sum = correct = 0.0
     for start in range(0, len(examples), batch_size):
         idx = range(start, min(start + batch_size, len(examples)))
         batch = pad_pairs(examples, idx, ids).to(device)
         y = labels[start:start + len(idx)].to(device)
-        with bf16_autocast(amp):
+        with precision_autocast(precision, device):
             logits = model(batch.input_ids, batch.token_type_ids, batch.padding_mask).float()
         loss_sum += float(F.cross_entropy(logits, y, reduction="sum"))
         correct += float((logits.argmax(-1) == y).sum())
@@ -99,7 +101,6 @@ def finetune_bert(config: FinetuneConfig, pretrained: str | os.PathLike, out_dir
     ckpt_path = start_run(out, resume)
     out.mkdir(parents=True, exist_ok=True)
     device = init_distributed(config.device).device
-    use_amp = config.amp and device.type == "cuda"
     mlm, tokenizer, pre_state = load_pretrained(pretrained, device)
     ids = special_ids(tokenizer)
     if config.max_length > mlm.config.max_length:
@@ -122,7 +123,18 @@ def finetune_bert(config: FinetuneConfig, pretrained: str | os.PathLike, out_dir
     if resume:
         state = load_checkpoint(ckpt_path, map_location=device, required=(
             "config", "model", "optimizer", "seed_index", "epoch", "history", "results", "elapsed"))
-        check_resumable(state["config"], config_to_dict(config))
+        precision = resume_precision(state, config_to_dict(config), device)
+    else:
+        def probe() -> dict[str, Any]:  # the speed of the first seed's classifier on a real-shaped batch
+            b = pad_pairs(train, range(min(config.batch_size, len(train))), ids).to(device)
+            y = train_y[:len(b.input_ids)].to(device)
+            with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+                torch.manual_seed(config.seeds[0])
+                net = BertClassifier.from_pretrained(mlm, len(task.label_names), config.dropout).to(device)
+            return probe_speed(net, lambda n: F.cross_entropy(n(b.input_ids, b.token_type_ids, b.padding_mask).float(),
+                                                              y), device)
+        precision = resolve_precision(config.precision, config.amp, device, probe)
+    used = precision["used"]
     history, results, elapsed = state["history"], state["results"], state["elapsed"]
 
     for seed_index in range(state["seed_index"], len(config.seeds)):
@@ -147,7 +159,7 @@ def finetune_bert(config: FinetuneConfig, pretrained: str | os.PathLike, out_dir
                 batch = pad_pairs(train, idx, ids).to(device)
                 torch.manual_seed(stream_seed(seed, step, 2))  # dropout
                 set_lr(optimizer, config.lr * warmup_linear(step, total, warmup_steps))
-                with bf16_autocast(use_amp):
+                with precision_autocast(used, device):
                     logits = model(batch.input_ids, batch.token_type_ids, batch.padding_mask).float()
                 loss = F.cross_entropy(logits, train_y[idx].to(device))
                 loss_value = clipped_step(model, optimizer, loss, f"seed {seed}, epoch {epoch + 1}, step {step + 1}",
@@ -155,7 +167,7 @@ def finetune_bert(config: FinetuneConfig, pretrained: str | os.PathLike, out_dir
                 loss_sum += loss_value
                 if on_step is not None:
                     on_step(seed_index * total + step + 1)
-            metrics = _evaluate_classifier(model, test, test_y, ids, config.eval_batch_size, device, use_amp)
+            metrics = _evaluate_classifier(model, test, test_y, ids, config.eval_batch_size, device, used)
             elapsed += time.perf_counter() - t0
             history.append({"seed": seed, "epoch": epoch + 1, "step": (epoch + 1) * per_epoch,
                             "train_loss": loss_sum / per_epoch, **metrics, "wall_time_s": elapsed})
@@ -166,7 +178,7 @@ def finetune_bert(config: FinetuneConfig, pretrained: str | os.PathLike, out_dir
             save_checkpoint(ckpt_path, {"config": config_to_dict(config), "seed_index": seed_index + seed_done,
                                         "epoch": 0 if seed_done else epoch + 1, "model": model.state_dict(),
                                         "optimizer": optimizer.state_dict(), "history": history,
-                                        "results": results, "elapsed": elapsed})
+                                        "results": results, "elapsed": elapsed, "precision": used})
 
     accs = np.array([r["test_acc"] for r in results])
     final = {"task": config.task, "variant": mlm.config.variant, "config": config.name,
@@ -180,5 +192,5 @@ def finetune_bert(config: FinetuneConfig, pretrained: str | os.PathLike, out_dir
         device, 1, task.description, _task_source(config.task, root, given_task), config_to_dict(config),
         {"wall_time_s": elapsed, "process_time_s": time.perf_counter() - started,
          "load_average_at_end": load_average(), "torch_threads": torch.get_num_threads(),
-         "pretrained_config": pre_state["config"]}))
+         "pretrained_config": pre_state["config"], "precision": precision}))
     return final

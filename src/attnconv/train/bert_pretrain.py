@@ -30,7 +30,6 @@ from typing import Any, Callable
 import numpy as np
 import torch
 from tokenizers import Tokenizer
-from torch import nn
 from tqdm import tqdm
 
 from ..analysis import kernel_record
@@ -43,35 +42,14 @@ from ..models.bert import BertConfig, BertForMaskedLM
 from .bert_config import PretrainConfig
 from .checkpoint import atomic_write_text, load_checkpoint, save_checkpoint, write_json
 from .distributed import init_distributed
+from .optim import adamw, clipped_step
+from .precision import precision_autocast, probe_speed, resolve_precision, resume_precision
 from .provenance import provenance
 from .runs import (CHECKPOINT_NAME, FINAL_FILE, KERNELS_FILE, METRICS_FILE, PROVENANCE_FILE, TOKENIZER_FILE,
-                   bf16_autocast, check_finite_loss, check_resumable, config_to_dict, load_average, start_run,
-                   stream_seed, write_jsonl)
+                   config_to_dict, load_average, start_run, stream_seed, write_jsonl)
 from .schedule import set_lr, warmup_linear
 
-__all__ = ["PretrainData", "adamw", "load_pretrained", "prepare_pretraining", "pretrain_bert"]
-
-
-def adamw(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
-    """AdamW as in BERT (β = (0.9, 0.98), ε = 1e-6); biases, LayerNorm gains and other 1-D parameters get no
-    weight decay."""
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    plain = [p for p in model.parameters() if p.dim() < 2]
-    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
-                              {"params": plain, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.98), eps=1e-6)
-
-
-def clipped_step(model: nn.Module, optimizer: torch.optim.Optimizer, loss: torch.Tensor, where: str,
-                 checkpoint: Path) -> float:
-    """One BERT update: stop on a non-finite loss (before touching the weights), else backpropagate, clip the
-    gradient norm to 1 and step. Returns the loss as a float."""
-    loss_value = float(loss.detach())
-    check_finite_loss(loss_value, where, checkpoint)
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    optimizer.step()
-    return loss_value
+__all__ = ["PretrainData", "load_pretrained", "prepare_pretraining", "pretrain_bert"]
 
 
 @dataclass
@@ -105,7 +83,7 @@ def prepare_pretraining(config: PretrainConfig, root: str | os.PathLike | None =
 
 @torch.no_grad()
 def _evaluate_mlm(model: BertForMaskedLM, data: PretrainData, indices: np.ndarray, config: PretrainConfig,
-                  device: torch.device, amp: bool) -> dict[str, float]:
+                  device: torch.device, precision: str) -> dict[str, float]:
     """Masked-LM loss and accuracy on fixed examples with a fixed mask (the same at every evaluation)."""
     ids = special_ids(data.tokenizer)
     model.eval()
@@ -114,7 +92,7 @@ def _evaluate_mlm(model: BertForMaskedLM, data: PretrainData, indices: np.ndarra
     for start in range(0, len(indices), config.batch_size):
         batch = mlm_batch(data.validation, indices[start:start + config.batch_size], ids, gen, config.mask_prob)
         batch = batch.to(device)
-        with bf16_autocast(amp):
+        with precision_autocast(precision, device):
             loss, right = model.loss(batch.input_ids, batch.token_type_ids, batch.padding_mask, batch.labels)
         m = int((batch.labels != -100).sum())
         loss_sum += float(loss) * m
@@ -149,7 +127,6 @@ def pretrain_bert(config: PretrainConfig, out_dir: str | os.PathLike, *, resume:
     data = data if data is not None else prepare_pretraining(config, root, cache_dir)
     ids = special_ids(data.tokenizer)
     model_config = replace(config.model, vocab_size=ids.vocab_size, pad_id=ids.pad)
-    use_amp = config.amp and device.type == "cuda"
     torch.manual_seed(config.seed)
     model = BertForMaskedLM(model_config).to(device)
     optimizer = adamw(model, config.lr, config.weight_decay)
@@ -164,10 +141,18 @@ def pretrain_bert(config: PretrainConfig, out_dir: str | os.PathLike, *, resume:
     if resume:
         state = load_checkpoint(ckpt_path, map_location=device, required=(
             "config", "model", "optimizer", "step", "history", "elapsed"))
-        check_resumable(state["config"], config_to_dict(config))
+        precision = resume_precision(state, config_to_dict(config), device)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         step, history, elapsed = state["step"], state["history"], state["elapsed"]
+    else:
+        def probe() -> dict[str, Any]:  # the speed of this model on a real-shaped batch
+            b = mlm_batch(data.train, np.arange(config.batch_size), ids, torch.Generator().manual_seed(0),
+                          config.mask_prob).to(device)
+            return probe_speed(model, lambda net: net.loss(b.input_ids, b.token_type_ids, b.padding_mask,
+                                                           b.labels)[0], device)
+        precision = resolve_precision(config.precision, config.amp, device, probe)
+    used = precision["used"]
     save_tokenizer(data.tokenizer, out / TOKENIZER_FILE)
 
     model.train()
@@ -183,7 +168,7 @@ def pretrain_bert(config: PretrainConfig, out_dir: str | os.PathLike, *, resume:
         torch.manual_seed(stream_seed(config.seed, step, 2))  # dropout
         lr = config.lr * warmup_linear(step, config.steps, warmup_steps)
         set_lr(optimizer, lr)
-        with bf16_autocast(use_amp):
+        with precision_autocast(used, device):
             loss, _ = model.loss(batch.input_ids, batch.token_type_ids, batch.padding_mask, batch.labels)
         loss_value = clipped_step(model, optimizer, loss, f"step {step + 1}", ckpt_path)
         step += 1
@@ -194,7 +179,7 @@ def pretrain_bert(config: PretrainConfig, out_dir: str | os.PathLike, *, resume:
             on_step(step)
         if step % config.eval_every == 0 or step == config.steps:
             train_s = time.perf_counter() - t0
-            metrics = _evaluate_mlm(model, data, val_indices, config, device, use_amp)
+            metrics = _evaluate_mlm(model, data, val_indices, config, device, used)
             elapsed += time.perf_counter() - t0
             history.append({"step": step, "lr": lr, "train_loss": window_loss / window_steps, **metrics,
                             "tokens_per_s": window_tokens / train_s, "wall_time_s": elapsed})
@@ -203,7 +188,7 @@ def pretrain_bert(config: PretrainConfig, out_dir: str | os.PathLike, *, resume:
             save_checkpoint(ckpt_path, {
                 "config": config_to_dict(config), "model_config": dataclasses.asdict(model_config),
                 "tokenizer": data.tokenizer.to_str(), "step": step, "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(), "history": history, "elapsed": elapsed})
+                "optimizer": optimizer.state_dict(), "history": history, "elapsed": elapsed, "precision": used})
             window_loss, window_steps, window_tokens, t0 = 0.0, 0, 0, time.perf_counter()
             if config.time_limit is not None and elapsed > config.time_limit and step < config.steps:
                 stopped_early = True
@@ -221,7 +206,8 @@ def pretrain_bert(config: PretrainConfig, out_dir: str | os.PathLike, *, resume:
         device, 1, data.corpus.description, data.corpus.source, config_to_dict(config),
         {"wall_time_s": elapsed, "process_time_s": time.perf_counter() - started, "load_average_at_start":
          load_at_start, "load_average_at_end": load_average(), "torch_threads": torch.get_num_threads(),
-         "model_config": dataclasses.asdict(model_config), "bf16_autocast": use_amp}))
+         "model_config": dataclasses.asdict(model_config), "precision": precision,
+         "bf16_autocast": used == "bf16"}))
     return final
 
 

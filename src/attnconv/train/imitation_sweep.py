@@ -68,7 +68,7 @@ def _normalised(images: Tensor) -> Tensor:
 
 def _cnn_teacher(train_x: Tensor, train_y: Tensor) -> tuple[nn.Conv2d, Tensor]:
     """Chapter 04's CNN trained with chapter 04's recipe; its first conv and its normalised 12-channel inputs."""
-    from ..smallcnn import SmallCNN, fit
+    from ..models.smallcnn import SmallCNN, fit
     subset = torch.randperm(len(train_x), generator=torch.Generator().manual_seed(0))[:12000]
     pixels = train_x[subset].float() / 255
     cnn = SmallCNN(width=24, mean=pixels.mean((0, 1, 2)), std=pixels.std((0, 1, 2)))

@@ -20,7 +20,6 @@ checkpoint fixes the rest of a run and resuming reproduces it exactly.
 from __future__ import annotations
 
 import ast
-import contextlib
 import dataclasses
 import json
 import math
@@ -37,7 +36,7 @@ __all__ = [
     "PROVENANCE_FILE", "TOKENIZER_FILE", "RUN_CONTROL_FIELDS", "check_resumable", "load_average", "read_jsonl",
     "start_run", "write_jsonl",
     # inside a loop
-    "NonFiniteLossError", "bf16_autocast", "check_device", "check_finite_loss", "stream_seed",
+    "NonFiniteLossError", "check_device", "check_finite_loss", "stream_seed",
     # configs as data
     "apply_overrides", "config_from_dict", "config_to_dict", "named_copy", "override_dict",
 ]
@@ -103,13 +102,6 @@ def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
 def load_average() -> tuple[float, float, float] | None:
     """The machine's 1, 5 and 15-minute load averages, for provenance (``None`` where the OS has none)."""
     return os.getloadavg() if hasattr(os, "getloadavg") else None
-
-
-def bf16_autocast(enabled: bool):
-    """The context a training step runs in: bfloat16 autocast on CUDA when ``enabled``, else nothing."""
-    import torch
-
-    return torch.autocast("cuda", dtype=torch.bfloat16) if enabled else contextlib.nullcontext()
 
 
 class NonFiniteLossError(FloatingPointError):

@@ -38,9 +38,10 @@ from .artifacts import attention_summary, center_snapshot
 from .checkpoint import load_checkpoint, save_checkpoint, write_json
 from .distributed import DistInfo, all_reduce_sum, barrier, init_distributed
 from .provenance import provenance
+from .precision import precision_autocast, probe_speed, resolve_precision, resume_precision
 from .runs import (ATTENTION_FILE, CENTERS_FILE, CHECKPOINT_NAME, FINAL_FILE, HEADS_FILE, METRICS_FILE,
-                   PROVENANCE_FILE, bf16_autocast, check_finite_loss, check_resumable, config_to_dict, load_average,
-                   start_run, stream_seed, write_jsonl)
+                   PROVENANCE_FILE, check_finite_loss, config_to_dict, load_average, start_run, stream_seed,
+                   write_jsonl)
 from .schedule import set_lr, warmup_cosine
 from .vision_config import TrainConfig
 
@@ -110,7 +111,7 @@ def _evaluate(model: nn.Module, images: Tensor, labels: Tensor, config: TrainCon
 
 class _Model:
     """The network (``net``), what runs it (``model``: ``net`` wrapped in DDP and/or ``torch.compile``), its
-    optimiser, its cost, and the autocast context."""
+    optimiser, its cost, and the autocast context (float32 until :meth:`set_precision`)."""
 
     def __init__(self, config: TrainConfig, info: DistInfo) -> None:
         torch.manual_seed(config.seed)  # the same initial weights on every process
@@ -124,8 +125,26 @@ class _Model:
         if info.distributed:
             model = nn.parallel.DistributedDataParallel(net, device_ids=[info.device] if info.device.type == "cuda" else None)
         self.model = torch.compile(model) if config.compile else model
-        self.amp = config.amp and info.device.type == "cuda"
-        self.autocast = lambda: bf16_autocast(self.amp)
+        self.set_precision({"used": "fp32"}, info.device)
+
+    def set_precision(self, choice: dict[str, Any], device: torch.device) -> None:
+        """Run forward passes in ``choice["used"]`` from now on (``choice`` is recorded in provenance)."""
+        self.precision = choice
+        self.autocast = lambda: precision_autocast(choice["used"], device)
+
+
+def _choose_precision(m: _Model, data: _Data, config: TrainConfig, info: DistInfo) -> dict[str, Any]:
+    """:func:`~attnconv.train.precision.resolve_precision` for a new run; a CPU probe times ``m.net`` on a batch of
+    this process's share of real training images. Every process follows the first one's choice."""
+    x = normalize(data.train_x[:data.local.stop - data.local.start])  # (b, 32, 32, 3) float32
+    y = data.train_y[:len(x)]
+    choice = resolve_precision(config.precision, config.amp, info.device,
+                               lambda: probe_speed(m.net, lambda net: F.cross_entropy(net(x).float(), y), info.device))
+    vote = torch.tensor([float(choice["used"] == "bf16") if info.is_main else 0.0], dtype=torch.float64,
+                        device=info.device)
+    if all_reduce_sum(vote, info).item() != float(choice["used"] == "bf16"):
+        choice = {**choice, "used": "bf16" if choice["used"] == "fp32" else "fp32", "reason": "the first process's probe"}
+    return choice
 
 
 def _train_epoch(epoch: int, m: _Model, data: _Data, config: TrainConfig, info: DistInfo, snapshots: list,
@@ -225,11 +244,12 @@ def train_vision(
     if resume:
         state = load_checkpoint(ckpt_path, map_location=info.device, required=(
             "config", "model", "optimizer", "epoch", "history", "snapshots", "elapsed"))
-        check_resumable(state["config"], config_to_dict(config))
+        m.set_precision(resume_precision(state, config_to_dict(config), info.device), info.device)
         m.net.load_state_dict(state["model"])
         m.optimizer.load_state_dict(state["optimizer"])
         start_epoch, history, snapshots, elapsed = state["epoch"], state["history"], state["snapshots"], state["elapsed"]
     else:
+        m.set_precision(_choose_precision(m, tensors, config, info), info.device)
         start_epoch, history, snapshots, elapsed = 0, [], list(filter(None, [center_snapshot(m.net, 0.0, 0)])), 0.0
     if info.is_main:
         out.mkdir(parents=True, exist_ok=True)
@@ -254,7 +274,8 @@ def train_vision(
                 write_jsonl(out / CENTERS_FILE, snapshots)
             save_checkpoint(ckpt_path, {"config": config_to_dict(config), "epoch": epoch + 1,
                                         "model": m.net.state_dict(), "optimizer": m.optimizer.state_dict(),
-                                        "history": history, "snapshots": snapshots, "elapsed": elapsed})
+                                        "history": history, "snapshots": snapshots, "elapsed": elapsed,
+                                        "precision": m.precision["used"]})
         barrier(info)
         if config.time_limit is not None and elapsed > config.time_limit and epoch + 1 < config.epochs:
             stopped_early = True
@@ -283,6 +304,7 @@ def train_vision(
             info.device, info.world_size, data.description, data.source, config_to_dict(config),
             {"wall_time_s": elapsed, "train_images": len(tensors.train_x), "test_images": len(tensors.test_x),
              "session_time_s": time.perf_counter() - started, "load_average_at_start": load_at_start,
-             "load_average_at_end": load_average(), "bf16_autocast": m.amp, "compiled": config.compile}))
+             "load_average_at_end": load_average(), "precision": m.precision,
+             "bf16_autocast": m.precision["used"] == "bf16", "compiled": config.compile}))
     barrier(info)
     return final

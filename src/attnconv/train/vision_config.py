@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from .._checks import positive_int, real_number
 from ..models import MODEL_NAMES, ResNetConfig, VisionConfig
+from .precision import check_precision
 from .runs import check_device, named_copy
 
 __all__ = ["TrainConfig", "VISION_CONFIGS", "named_config"]
@@ -36,7 +37,9 @@ class TrainConfig:
         eval_batch_size: images per evaluation batch (per process).
         seed: seeds the initial weights, the data order, the augmentation and dropout.
         device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
-        amp: bfloat16 autocast on CUDA (ignored on the CPU).
+        precision: ``"fp32"``, ``"bf16"`` (autocast, on the CPU or CUDA) or ``"auto"``: on CUDA bf16 when ``amp``,
+            on a CPU bf16 only where a start-up probe measured it faster (:mod:`attnconv.train.precision`).
+        amp: what ``precision="auto"`` means on CUDA: bfloat16 autocast (True) or float32 (ignored elsewhere).
         compile: wrap the model in ``torch.compile``.
         snapshots_per_epoch: how often the attention centres of Gaussian models are recorded.
         attention_images: test images averaged over for the final attention maps.
@@ -59,6 +62,7 @@ class TrainConfig:
     eval_batch_size: int = 500
     seed: int = 0
     device: str = "auto"
+    precision: str = "auto"
     amp: bool = True
     compile: bool = False
     snapshots_per_epoch: int = 1
@@ -82,6 +86,7 @@ class TrainConfig:
         if not 0 <= self.warmup < 1:
             raise ValueError(f"warmup must be a fraction in [0, 1), got {self.warmup!r}")
         check_device(self.device)
+        check_precision(self.precision)
         if self.time_limit is not None and not self.time_limit > 0:
             raise ValueError(f"time_limit must be > 0 seconds or None, got {self.time_limit!r}")
 
@@ -100,16 +105,17 @@ VISION_CONFIGS: dict[str, TrainConfig] = {
         name="smoke", sa=VisionConfig(hidden_dim=16, depth=1, num_heads=4, head_dim=8, mlp_dim=32),
         resnet=ResNetConfig(width=4, blocks=(1, 1, 1, 1)), epochs=2, batch_size=32, lr=0.05,
         train_images=256, test_images=128, eval_batch_size=128, snapshots_per_epoch=2, attention_images=16,
-        device="cpu"),
+        device="cpu", precision="fp32"),
     # About five minutes on two idle CPU cores: the paper's recipe on narrow models and a fifth of the data.
     # Each epoch is evaluated on 2,000 test images; the final accuracy on all 10,000.
     "cpu-quick": TrainConfig(
         name="cpu-quick", sa=_QUICK_SA, resnet=ResNetConfig(width=16), epochs=6, batch_size=100, lr=0.1,
-        train_images=10_000, test_images=2_000, eval_batch_size=500, snapshots_per_epoch=4, device="cpu"),
+        train_images=10_000, test_images=2_000, eval_batch_size=500, snapshots_per_epoch=4, device="cpu",
+        precision="fp32"),
     # The quick widths on all 50,000 training images: about two hours on two idle CPU cores (resumable).
     "cpu-long": TrainConfig(
         name="cpu-long", sa=_QUICK_SA, resnet=ResNetConfig(width=16), epochs=12, batch_size=100, lr=0.1,
-        test_images=2_000, eval_batch_size=500, snapshots_per_epoch=2, device="cpu"),
+        test_images=2_000, eval_batch_size=500, snapshots_per_epoch=2, device="cpu", precision="fp32"),
     # The paper's model on one large GPU, as many epochs as fit in about ten minutes (bf16, compiled).
     "gpu-10min": TrainConfig(
         name="gpu-10min", sa=_PAPER_SA, epochs=40, batch_size=256, lr=0.15, eval_batch_size=1000,

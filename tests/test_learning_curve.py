@@ -1,0 +1,85 @@
+"""Fine-tuned accuracy against pretraining tokens: pairing runs, the log-linear fit, and the statement of it."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+
+from attnconv.figures import plot_learning_curve
+from attnconv.train.learning_curve import (CurvePoint, extrapolation_statement, learning_curve, loglinear_fit,
+                                           pretraining_tokens)
+from attnconv.train.results import BertRun, load_bert_runs
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+MODEL = {"variant": "absolute", "hidden_dim": 256, "depth": 4}
+
+
+def _pre(name, config, steps, variant="absolute", hidden=256):
+    prov = {"config": {"batch_size": 32, "max_length": 64, "model": {**MODEL, "variant": variant, "hidden_dim": hidden}}}
+    return BertRun(name, {"variant": variant, "config": config, "steps": steps}, prov, [], None)
+
+
+def _ft(pre, task, accs, config="cpu-quick"):
+    mean = sum(accs) / len(accs)
+    return BertRun(f"{pre.name}-{task}", {"task": task, "variant": pre.final["variant"], "config": config,
+                                         "pretrained": f"results/{pre.name}", "test_acc": accs,
+                                         "test_acc_mean": mean, "test_acc_std": 0.01}, {}, [], None)
+
+
+def test_points_pair_runs_of_one_model_and_recipe():
+    quick, long = _pre("q", "cpu-quick", 1500), _pre("l", "cpu-long", 4000)
+    mini = _pre("m", "cpu-mini", 800, hidden=128)
+    runs = [quick, long, mini, _ft(quick, "mr", [0.6, 0.62]), _ft(long, "mr", [0.66, 0.66, 0.66]),
+            _ft(mini, "mr", [0.55]), _ft(long, "subj", [0.8], config="gpu-10min")]
+    points = learning_curve(runs)
+    assert [(p.pretraining, p.task, p.tokens, p.seeds) for p in points] == [
+        ("q", "mr", 1500 * 32 * 64, 2), ("l", "mr", 4000 * 32 * 64, 3)]  # not the smaller model, not another recipe
+    assert pretraining_tokens({"batch_size": 32, "max_length": 64}, 1500) == 3_072_000
+    with pytest.raises(ValueError, match="no pretraining run of config 'cpu-long'"):
+        learning_curve([quick], reference="cpu-long")
+
+
+def _point(tokens, acc):
+    return CurvePoint("absolute", "mr", tokens, tokens // 2048, acc, 0.01, 3, "x", "cpu-quick")
+
+
+def test_loglinear_fit_and_crossing():
+    fit = loglinear_fit([_point(10**6, 0.60), _point(10**7, 0.65), _point(10**8, 0.70)])
+    assert fit.per_decade == pytest.approx(0.05) and fit.budgets == 3
+    assert fit.predict(10**9) == pytest.approx(0.75)
+    assert fit.tokens_for(0.80) == pytest.approx(10**10)
+    assert loglinear_fit([_point(10**6, 0.6), _point(10**7, 0.55)]).tokens_for(0.8) is None
+    with pytest.raises(ValueError, match="two distinct"):
+        loglinear_fit([_point(10**6, 0.6), _point(10**6, 0.61)])
+
+
+def test_extrapolation_statement_says_what_the_fit_implies():
+    one = extrapolation_statement([_point(3_072_000, 0.64)], 0.69, "bag of words")
+    assert one == ("absolute on MR: 64.0% after 3.07M pretraining tokens, 5.0 points below bag of words (69.0%); "
+                   "one budget, so no trend yet.")
+    two = extrapolation_statement([_point(10**6, 0.60), _point(10**7, 0.65)], 0.70, "bag of words")
+    assert "+5.0 points per tenfold more tokens" in two and "at about 100M tokens, 10 times" in two
+    flat = extrapolation_statement([_point(10**6, 0.60), _point(10**7, 0.59)], 0.70)
+    assert "does not rise" in flat
+    above = extrapolation_statement([_point(10**6, 0.60), _point(10**7, 0.75)], 0.70)
+    assert "above the baseline" in above and "would reach" not in above
+    with pytest.raises(ValueError, match="one variant and one task"):
+        extrapolation_statement([_point(10**6, 0.6), CurvePoint("fixed", "mr", 10**7, 1, 0.6, 0, 1, "y", "c")], 0.7)
+
+
+def test_committed_runs_give_one_budget_per_variant_so_far():
+    runs = load_bert_runs(RESULTS)
+    points = learning_curve(runs)
+    assert points and all(p.config in ("cpu-quick", "cpu-long") for p in points)
+    quick = [p for p in points if p.config == "cpu-quick"]
+    assert {p.tokens for p in quick} == {1500 * 32 * 64}
+    assert all(p.pretraining.startswith("bert-cpu-") for p in points)
+    fig = plot_learning_curve(points, {"mr": 0.7, "subj": 0.85, "rte": 0.55}, ("mr", "subj", "rte"))
+    assert len(fig.axes) == 3 and fig.axes[0].get_xscale() == "log"
+    assert not any(math.isnan(p.acc_mean) for p in points)

@@ -1,0 +1,82 @@
+"""The α → ∞ limit derived from the encoding's logit: tied to the library's encoding, and each failure for its reason."""
+
+from __future__ import annotations
+
+import pytest
+import sympy as sp
+import torch
+
+from attnconv.positional.quadratic import positional_query, quadratic_features
+from attnconv.proofs import image as proofs
+from attnconv.proofs._symbolic import alpha
+from attnconv.proofs.limit import axis_limit, encoding_logit, gap_lemma, nonnegative
+
+
+def _library_weights(center: float, a: float, sign: int = 1, length: int = 15) -> torch.Tensor:
+    """Softmax over the keys of a 1-D grid, query in the middle, logits v·r_δ from the library (sign flips v)."""
+    delta = (torch.arange(length, dtype=torch.float64) - length // 2)[:, None]  # (L, 1)
+    v = sign * positional_query(torch.tensor([[center]], dtype=torch.float64), torch.tensor([a], dtype=torch.float64))
+    return torch.softmax(quadratic_features(delta) @ v[0], 0)  # (L,)
+
+
+def test_symbolic_logit_is_the_library_encoding():
+    d1, d2, c1, c2 = sp.symbols("d1 d2 c1 c2")
+    logit = sp.lambdify((d1, d2, c1, c2, alpha), encoding_logit([d1, d2], [c1, c2]))
+    torch.manual_seed(0)
+    for _ in range(5):
+        delta, center = torch.randn(2, dtype=torch.float64), torch.randn(1, 2, dtype=torch.float64)
+        a = float(torch.rand(()) * 5 + 0.1)
+        library = quadratic_features(delta) @ positional_query(center, torch.tensor([a], dtype=torch.float64))[0]
+        assert float(library) == pytest.approx(logit(*delta.tolist(), *center[0].tolist(), a), rel=1e-12)
+    flipped = sp.lambdify((d1, d2, c1, c2, alpha), encoding_logit([d1, d2], [c1, c2], sign=1))
+    assert flipped(1.0, 2.0, 0.5, -1.0, 2.0) == pytest.approx(-logit(1.0, 2.0, 0.5, -1.0, 2.0))
+
+
+def test_off_grid_centre_limit_matches_the_library():
+    limit = axis_limit(sp.Symbol("Delta", integer=True) + sp.Rational(1, 3))
+    assert limit.proof.verified and limit.ties == 1
+    assert limit.nearest == sp.Symbol("Delta", integer=True)
+    # the library's encoding with centre 1/3: one-hot on the nearest key (offset 0) as α grows
+    middle = 7
+    assert float(_library_weights(1 / 3, 10.0)[middle]) == pytest.approx(0.9655, abs=1e-4)
+    assert float(_library_weights(1 / 3, 100.0)[middle]) > 1 - 1e-9
+    # and the opposite sign is anti-peaked: half the weight on each far end of the grid
+    flipped = _library_weights(0.0, 1.0, sign=-1)
+    assert float(flipped[0]) == pytest.approx(0.5, abs=1e-4) and float(flipped[-1]) == pytest.approx(0.5, abs=1e-4)
+
+
+def test_opposite_sign_fails_for_lack_of_an_interior_maximum():
+    limit = axis_limit(sp.Symbol("Delta", integer=True), sign=1)
+    assert not limit.proof.verified
+    failed = [step.claim for step in limit.proof.steps if not step.verified]
+    assert failed == ["no interior maximum"]
+
+
+def test_a_tie_is_rejected_and_named():
+    limit = axis_limit(sp.Symbol("Delta", integer=True) + sp.Rational(1, 2))
+    assert not limit.proof.verified and limit.ties == 2
+    assert any(step.claim.startswith("tie:") and "Delta + 1" in step.claim for step in limit.proof.steps
+               if not step.verified)
+    assert not proofs.theorem1(offset=sp.Rational(1, 2)).verified
+
+
+def test_gap_lemma_and_its_decision_procedure():
+    assert gap_lemma().verified
+    n, u = sp.Symbol("n", integer=True, nonnegative=True), sp.Symbol("u", nonnegative=True)
+    assert nonnegative(n * (n + 1 + u) / (1 + u))
+    assert not nonnegative(n - 1)  # n = 0 makes it negative
+    assert not nonnegative(sp.Symbol("x") ** 2 - 1)  # a symbol with no sign
+
+
+@pytest.mark.parametrize("proof", [proofs.hard_attention_limit, proofs.lemma1_block_identity, proofs.theorem1,
+                                   proofs.one_dimensional_case, proofs.dilation_and_stride])
+def test_every_encoding_claim_rejects_the_opposite_sign(proof):
+    assert proof().verified
+    wrong = proof(sign=1)
+    assert not wrong.verified
+
+
+def test_unpadded_refutation_is_derived():
+    refutation = proofs.unpadded_boundary_refutation()
+    assert not refutation.verified and refutation.steps[0].verified  # the gap holds; the residual X_0 does not vanish
+    assert refutation.residual == sp.IndexedBase("X")[0, sp.Symbol("i", integer=True)]
