@@ -21,3 +21,14 @@ def float64_default():
     torch.set_default_dtype(torch.float64)
     yield
     torch.set_default_dtype(previous)
+
+
+@pytest.fixture(autouse=True)
+def _process_wide_torch_state():
+    """Each test starts from torch's defaults, whatever the one before it changed: the command line's ``main``
+    flushes subnormal floats to zero for the rest of the process, which would change every later test that
+    computes a tiny probability (the tests run in any order, pytest-randomly included)."""
+    yield
+    torch.set_flush_denormal(False)
+    if torch.get_default_dtype() != torch.float32:
+        torch.set_default_dtype(torch.float32)
