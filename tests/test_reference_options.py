@@ -262,3 +262,101 @@ def test_causal_relative_keys_convert_back_to_a_causal_dynamic_conv():
     torch.testing.assert_close(back(x), attention(x)[0], **TOL)
     torch.testing.assert_close(back(x, mask)[~mask], conv(x, mask)[~mask], **TOL)
     assert torch.isneginf(back.conv.kernel_proj.bias.view(2, -1)[:, back.conv.max_distance + 1:]).all()
+
+
+# ------------------------------------------------------------------ options added for the references' layers
+
+
+def test_options_are_checked():
+    from attnconv import MultiHeadSelfAttention
+    from attnconv.composite import GroupedConv1d
+    from attnconv.positional import QuadraticEncoding
+
+    with pytest.raises(ValueError, match="value_proj=False needs shared_values=True"):
+        MultiHeadSelfAttention(8, 2, value_proj=False)
+    with pytest.raises(ValueError, match="head_dim == embed_dim"):
+        MultiHeadSelfAttention(8, 2, head_dim=4, shared_values=True, value_proj=False)
+    with pytest.raises(ValueError, match="perfect square"):
+        QuadraticEncoding.local_init(8)
+    with pytest.raises(ValueError, match="must be negative"):
+        QuadraticEncoding.from_positional_query(torch.tensor([[1.0, 0.0, 0.0]]))
+    with pytest.raises(ValueError, match="groups=3 must divide"):
+        GroupedConv1d(8, 8, 3, groups=3)
+    with pytest.raises(ValueError, match="value_conv_scale must be one of"):
+        CompositeAttention(8, 2, 2, 16, value_conv=True, value_conv_scale="one")
+    with pytest.raises(ValueError, match="mixed_split must be one of"):
+        CompositeAttention(8, 2, 2, 16, conv_projections=("key",), mixed_projections=True, mixed_split="half")
+    with pytest.raises(ValueError, match="conv_kernel_size maps"):
+        CompositeAttention(8, 2, 2, 16, conv_projections=("key",), conv_kernel_size={"keys": 3})
+    with pytest.raises(ValueError, match="value_conv_kernel_size is needed"):
+        CompositeAttention(8, 2, 2, 16, conv_projections=("key",), conv_kernel_size={"key": 3}, value_conv=True)
+    with pytest.raises(ValueError, match="conv_activation needs depthwise-separable"):
+        CompositeAttention(8, 2, 2, 16, conv_projections=("key",), conv_activation="gelu", conv_groups=2)
+    with pytest.raises(ValueError, match="padded_keys must be one of"):
+        DynamicConv1d(8, 2, 3, boundary="renormalize", padded_keys="ignored")
+
+
+def test_positional_query_round_trip(float64_default):
+    from attnconv.positional import QuadraticEncoding
+
+    enc = QuadraticEncoding(3, centers=torch.randn(3, 2, dtype=D), alpha=torch.rand(3, dtype=D) + 0.5).to(D)
+    back = QuadraticEncoding.from_positional_query(enc.positional_query())
+    torch.testing.assert_close(back.centers, enc.centers, **TOL)
+    torch.testing.assert_close(back.alpha, enc.alpha, **TOL)
+
+
+def test_value_proj_false_attends_over_the_tokens_themselves():
+    """With value_proj=False the layer equals the one with an identity value projection."""
+    from attnconv import MultiHeadSelfAttention
+    from attnconv.positional import QuadraticEncoding
+
+    torch.manual_seed(0)
+    enc = QuadraticEncoding(4, alpha=0.7)
+    bare = MultiHeadSelfAttention(6, 4, head_dim=6, positional=enc, content=False, shared_values=True,
+                                  value_proj=False).to(D)
+    identity = MultiHeadSelfAttention(6, 4, head_dim=6, positional=enc, content=False, shared_values=True).to(D)
+    identity.out_proj.load_state_dict(bare.out_proj.state_dict())
+    with torch.no_grad():
+        identity.v_proj.weight.copy_(torch.eye(6))
+        identity.v_proj.bias.zero_()
+    x = torch.randn(2, 5, 4, 6, dtype=D)
+    assert bare.v_proj is None and sum(p.numel() for p in bare.parameters()) < sum(
+        p.numel() for p in identity.parameters())
+    torch.testing.assert_close(bare(x)[0], identity(x)[0], **TOL)
+    mask = torch.zeros(2, 5, 4, dtype=torch.bool)
+    mask[1, 3:] = True
+    poisoned = x.masked_fill(mask[..., None], float("nan"))
+    torch.testing.assert_close(bare(poisoned, key_padding_mask=mask)[0][~mask], bare(x, key_padding_mask=mask)[0][~mask],
+                               **TOL)
+
+
+def test_gpsa_gate_interpolates_between_content_and_position(float64_default):
+    from attnconv import MultiHeadSelfAttention
+    from attnconv.gpsa import GatedPositionalSelfAttention
+
+    torch.manual_seed(1)
+    gpsa = GatedPositionalSelfAttention(8, 4, qkv_bias=True)
+    x = torch.randn(2, 4, 4, 8)
+    for gate, content in ((60.0, False), (-60.0, True)):  # σ(±60) is 1 or 0 to float64 precision
+        plain = MultiHeadSelfAttention(8, 4, positional=None if content else gpsa.positional, content=content)
+        plain.load_state_dict({k: v for k, v in gpsa.state_dict().items() if k in plain.state_dict()}, strict=False)
+        with torch.no_grad():
+            gpsa.gating.fill_(gate)
+        torch.testing.assert_close(gpsa(x)[0], plain(x)[0], rtol=1e-10, atol=1e-12)
+    with torch.no_grad():
+        gpsa.gating.fill_(0.0)
+    assert (gpsa(x)[0] - plain(x)[0]).abs().max() > 1e-3  # an open gate mixes the two
+
+
+def test_gpsa_padding_never_reaches_unpadded_tokens(float64_default):
+    from attnconv.gpsa import GatedPositionalSelfAttention
+
+    torch.manual_seed(2)
+    gpsa = GatedPositionalSelfAttention(8, 4, qkv_bias=True)
+    x = torch.randn(2, 4, 4, 8)
+    mask = torch.zeros(2, 4, 4, dtype=torch.bool)
+    mask[0, 3] = True
+    out = gpsa(x, key_padding_mask=mask)[0]
+    poisoned = gpsa(x.masked_fill(mask[..., None], float("nan")), key_padding_mask=mask)[0]
+    torch.testing.assert_close(poisoned[~mask], out[~mask], rtol=0, atol=0)
+    assert (gpsa(x)[0][~mask] - out[~mask]).abs().max() > 1e-4  # the mask does change the unpadded outputs

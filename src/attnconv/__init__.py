@@ -12,6 +12,7 @@ The operations
     - :mod:`attnconv.taps`: kernels as bands of taps (which taps exist, a softmax over them, applying a band).
     - :mod:`attnconv.lightconv`: lightweight, dynamic and depthwise-separable 1-D convolutions.
     - :mod:`attnconv.composite`: composite attention, content plus convolution kernels (Chang et al. 2021).
+    - :mod:`attnconv.gpsa`: ConViT's gated positional self-attention (d'Ascoli et al. 2021).
 
 The theorems
     - :mod:`attnconv.construct`: Theorem 1 as a function, ``conv_to_mhsa``; the sequence converters.
@@ -37,6 +38,7 @@ The book
 from .attention import MultiHeadSelfAttention
 from .composite import CompositeAttention
 from .conv import conv1d_as_shifts, conv2d_as_shifts, conv_as_shifts, kernel_shifts, shift
+from .gpsa import GatedPositionalSelfAttention
 from .lightconv import DepthwiseSeparableConv1d, DynamicConv1d, LightweightConv1d
 from .tokens import space_to_depth
 
@@ -46,6 +48,7 @@ __all__ = [
     "CompositeAttention",
     "DepthwiseSeparableConv1d",
     "DynamicConv1d",
+    "GatedPositionalSelfAttention",
     "LightweightConv1d",
     "MultiHeadSelfAttention",
     "conv1d_as_shifts",

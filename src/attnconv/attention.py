@@ -89,6 +89,10 @@ class MultiHeadSelfAttention(nn.Module):
             Cordonnier et al.'s implementation: the heads differ only in where they look, and W_out mixes
             the N_h concatenated copies. With ``head_dim = embed_dim = 400`` and 9 heads this is the paper's
             layer (a 3600 -> 400 output projection).
+        value_proj: ``False`` drops the value projection: every head attends over the input tokens themselves
+            (needs ``shared_values=True`` and ``head_dim == embed_dim``). This is exactly the official
+            ``GaussianSelfAttention`` of Cordonnier et al., whose only weight besides the positional parameters is
+            the ``N_h C -> D_out`` map, here ``out_proj``.
 
     Shapes:
         x: ``(B, N, C)`` for a sequence or ``(B, H, W, C)`` for an image (tokens are the H*W pixels,
@@ -108,6 +112,7 @@ class MultiHeadSelfAttention(nn.Module):
         content: bool = True,
         dropout: float = 0.0,
         shared_values: bool = False,
+        value_proj: bool = True,
     ) -> None:
         super().__init__()
         self.embed_dim = positive_int("embed_dim", embed_dim)
@@ -140,7 +145,12 @@ class MultiHeadSelfAttention(nn.Module):
         need_k = content or (positional is not None and positional.uses_keys)
         self.q_proj = nn.Linear(embed_dim, inner, bias=bias) if need_q else None
         self.k_proj = nn.Linear(embed_dim, inner, bias=bias) if need_k else None
-        self.v_proj = nn.Linear(embed_dim, self.head_dim if shared_values else inner, bias=bias)
+        if not value_proj and not (shared_values and self.head_dim == self.embed_dim):
+            raise ValueError(f"value_proj=False needs shared_values=True and head_dim == embed_dim "
+                             f"(got shared_values={shared_values}, head_dim={self.head_dim}, embed_dim={embed_dim}): "
+                             "the values are then the input tokens themselves")
+        self.v_proj = nn.Linear(embed_dim, self.head_dim if shared_values else inner, bias=bias) if value_proj \
+            else None
         self.out_proj = nn.Linear(inner, self.out_dim, bias=bias)
 
     @classmethod
@@ -173,7 +183,7 @@ class MultiHeadSelfAttention(nn.Module):
         """Queries and keys ``(B, N_h, N, D_h)`` (``None`` when unused) and values ``(B, N_h or 1, N, D_h)``."""
         q = None if self.q_proj is None else self.split_heads(self.q_proj(tokens))
         k = None if self.k_proj is None else self.split_heads(self.k_proj(tokens))
-        return q, k, self.split_heads(self.v_proj(tokens))
+        return q, k, self.split_heads(tokens if self.v_proj is None else self.v_proj(tokens))
 
     def logits(self, grid: tuple[int, ...], q: Tensor | None, k: Tensor | None,
                pad: Tensor | None = None) -> Tensor:
@@ -302,5 +312,5 @@ class MultiHeadSelfAttention(nn.Module):
         return (
             f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, head_dim={self.head_dim}, "
             f"out_dim={self.out_dim}, content={self.content}, dropout={self.dropout}, "
-            f"shared_values={self.shared_values}"
+            f"shared_values={self.shared_values}, value_proj={self.v_proj is not None}"
         )

@@ -10,9 +10,10 @@ Head h's logits are a sum of terms, each switched on by a flag:
 with δ = clip(j - i, -k, k). Every term is a kernel on the logits, so composite attention is a softmax of a
 sum of convolution kernels (chapter 05). The query, key and value projections can be depthwise-separable
 convolutions (``conv_projections``), the other injection point of the paper; as in Chang et al.'s code, they can
-put a GELU between their depthwise and pointwise steps (``conv_activation="gelu"``) and can cover only half of
-the heads (``mixed_projections``). Their ``convolution`` variant adds a depthwise convolution of the values to the
-attention's context, times a learned scalar (``value_conv``).
+put a GELU between their depthwise and pointwise steps (``conv_activation="gelu"``), can be one grouped convolution
+instead (``conv_groups``), and can cover only half of the heads (``mixed_projections``). Their ``convolution``
+variant adds a depthwise convolution of the values to the attention's context, times a scalar per head
+(``value_conv``, with ``value_conv_scale`` and ``value_conv_bias``).
 
 The offsets are key minus query, δ = j - i. Chang et al.'s code indexes the key-dependent table by query minus
 key, so their table is this layer's ``key_term.embedding`` with its rows reversed.
@@ -26,7 +27,7 @@ with one shared index, and queries are processed in chunks of T rows, so the lar
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -46,9 +47,12 @@ from .positional.sequence import (
     relative_index,
 )
 
-__all__ = ["RelativeLogitSum", "CompositeAttention", "MixedProjection", "CONV_PROJECTIONS"]
+__all__ = ["RelativeLogitSum", "CompositeAttention", "GroupedConv1d", "MixedProjection", "CONV_PROJECTIONS",
+           "MIXED_SPLITS", "VALUE_CONV_SCALES"]
 
 CONV_PROJECTIONS = ("query", "key", "value")
+MIXED_SPLITS = ("heads", "channels")
+VALUE_CONV_SCALES = ("zero", "fixed", "per_head")
 CHUNK_LOGITS = 2**19  # logits per chunk when query_chunk is None (2 MiB in float32)
 
 
@@ -80,12 +84,62 @@ class RelativeLogitSum(PositionalLogits):
         return out
 
 
-class MixedProjection(nn.Module):
-    """A projection whose first heads are a depthwise-separable convolution and whose other heads are linear.
+class GroupedConv1d(nn.Module):
+    """One grouped 1-D convolution ("same" zero padding) used as a projection: Chang et al.'s non-depthwise
+    convolutional queries, keys or values (``nn.Conv1d(C_in, C_out, K, groups=G)``, no pointwise step).
 
-    Chang et al.'s "mixed" convolutional projections: of the N_h heads' query (key, value) channels, those of the
-    first ``conv_heads`` heads come from a :class:`~attnconv.lightconv.DepthwiseSeparableConv1d` and the rest from
-    an ``nn.Linear``.
+    Args:
+        in_channels: C_in, divisible by ``groups``.
+        out_channels: C_out, divisible by ``groups``.
+        kernel_size: K = 2k+1, odd.
+        groups: G; output channel o reads the C_in / G input channels of group o // (C_out / G).
+        bias: a bias per output channel.
+
+    Shapes:
+        x: ``(B, N, C_in)`` -> ``(B, N, C_out)``; padded tokens (``key_padding_mask`` True) read as zeros.
+    """
+
+    activation = None
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, groups: int, bias: bool = True) -> None:
+        super().__init__()
+        self.in_channels = positive_int("in_channels", in_channels)
+        self.out_channels = positive_int("out_channels", out_channels)
+        self.groups = positive_int("groups", groups)
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}")
+        self.max_distance = odd_kernel_size(kernel_size)
+        self.kernel_size = kernel_size
+        self.conv = nn.Conv1d(in_channels, out_channels, kernel_size, padding=self.max_distance, groups=groups,
+                              bias=bias)
+
+    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
+        if key_padding_mask is not None:
+            x = x.masked_fill(key_padding_mask[..., None], 0.0)
+        return self.conv(x.transpose(1, 2)).transpose(1, 2)
+
+    def extra_repr(self) -> str:
+        return f"in_channels={self.in_channels}, out_channels={self.out_channels}, groups={self.groups}"
+
+
+def conv_projection(in_channels: int, out_channels: int, kernel_size: int, bias: bool = True,
+                    activation: str | None = None, groups: int | None = None) -> nn.Module:
+    """A convolutional projection: depthwise-separable (``groups=None``) or one grouped convolution."""
+    if groups is None:
+        return DepthwiseSeparableConv1d(in_channels, out_channels, kernel_size, bias, activation)
+    if activation is not None:
+        raise ValueError("conv_activation needs depthwise-separable projections (conv_groups=None): a grouped "
+                         "convolution has no step between which to put it")
+    return GroupedConv1d(in_channels, out_channels, kernel_size, groups, bias)
+
+
+class MixedProjection(nn.Module):
+    """A projection whose first channels are a convolution and whose other channels are linear.
+
+    Chang et al.'s "mixed" convolutional projections: of the N_h heads' query (key, value) channels, the first
+    ones come from a :class:`~attnconv.lightconv.DepthwiseSeparableConv1d` (or a :class:`GroupedConv1d`) and the
+    rest from an ``nn.Linear``. By default the split falls between heads, after ``conv_heads`` heads; Chang et al.'s
+    code splits at (N_h D_h) // 2 channels, which for an odd N_h falls inside a head (``conv_channels``).
 
     Args:
         in_channels: C.
@@ -93,29 +147,35 @@ class MixedProjection(nn.Module):
         num_heads: N_h.
         conv_heads: how many heads (the first ones) are convolutional, 1 ≤ ``conv_heads`` < N_h.
         kernel_size, bias, activation: as in :class:`~attnconv.lightconv.DepthwiseSeparableConv1d`.
+        groups: ``None`` (depthwise-separable) or G, a grouped convolution (:class:`GroupedConv1d`).
+        conv_channels: the number of convolutional channels, if not ``conv_heads`` D_h (1 ≤ it < N_h D_h).
 
     Shapes:
         x: ``(B, N, C)`` -> ``(B, N, N_h D_h)``, head-major like ``nn.Linear(C, N_h D_h)``.
     """
 
     def __init__(self, in_channels: int, head_dim: int, num_heads: int, conv_heads: int, kernel_size: int,
-                 bias: bool = True, activation: str | None = None) -> None:
+                 bias: bool = True, activation: str | None = None, groups: int | None = None,
+                 conv_channels: int | None = None) -> None:
         super().__init__()
         positive_int("num_heads", num_heads)
         if isinstance(conv_heads, bool) or not isinstance(conv_heads, int) or not 1 <= conv_heads < num_heads:
             raise ValueError(f"conv_heads must be an int in [1, num_heads={num_heads}), got {conv_heads!r}: "
                              "mixed projections need some convolutional and some linear heads")
-        split = conv_heads * positive_int("head_dim", head_dim)
-        self.conv_heads = conv_heads
-        self.conv = DepthwiseSeparableConv1d(in_channels, split, kernel_size, bias, activation)
-        self.linear = nn.Linear(in_channels, (num_heads - conv_heads) * head_dim, bias=bias)
-        self.out_features = num_heads * head_dim
+        total = num_heads * positive_int("head_dim", head_dim)
+        split = conv_heads * head_dim if conv_channels is None else int_at_least("conv_channels", conv_channels, 1)
+        if split >= total:
+            raise ValueError(f"conv_channels must be below num_heads * head_dim = {total}, got {split}")
+        self.conv_heads, self.conv_channels = conv_heads, split
+        self.conv = conv_projection(in_channels, split, kernel_size, bias, activation, groups)
+        self.linear = nn.Linear(in_channels, total - split, bias=bias)
+        self.out_features = total
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
         return torch.cat([self.conv(x, key_padding_mask), self.linear(x)], dim=-1)
 
     def extra_repr(self) -> str:
-        return f"conv_heads={self.conv_heads}"
+        return f"conv_heads={self.conv_heads}, conv_channels={self.conv_channels}"
 
 
 class CompositeAttention(MultiHeadSelfAttention):
@@ -136,24 +196,36 @@ class CompositeAttention(MultiHeadSelfAttention):
             kernel is finite, instead of clipping.
         conv_projections: which of ``"query"``, ``"key"``, ``"value"`` are
             :class:`~attnconv.lightconv.DepthwiseSeparableConv1d` instead of ``nn.Linear``.
-        conv_kernel_size: kernel size of those convolutions (odd), and of the ``value_conv`` branch.
+        conv_kernel_size: kernel size of those convolutions (odd): one for all, or a mapping from projection name
+            to its own size (Chang et al. give the query/key and the value convolutions their own), and the default
+            of ``value_conv_kernel_size``.
         conv_activation: ``None`` or ``"gelu"``: a GELU between the depthwise and pointwise steps of the
             convolutional projections (Chang et al.'s default). The projection is then not linear, so it has no
             convolution or attention counterpart; ``None`` keeps it one ``nn.Conv1d``.
-        mixed_projections: the convolutional projections cover only the first N_h // 2 heads; the other heads
-            keep ``nn.Linear`` (:class:`MixedProjection`, Chang et al.'s "mixed"). Needs N_h ≥ 2.
-        value_conv: add a depthwise convolution of the values (one ``conv_kernel_size`` kernel per value channel,
-            zero padding, padded tokens read as zeros) to the attention's context, times a learned scalar γ that
-            starts at 0, so that the layer starts as plain composite attention (Chang et al.'s ``convolution``).
+        conv_groups: ``None``: depthwise-separable projections. G: each is one ``nn.Conv1d(C, N_h D_h, K,
+            groups=G)`` with no pointwise step (:class:`GroupedConv1d`, Chang et al.'s non-depthwise convolution).
+        mixed_projections: the convolutional projections cover only half of the query (key, value) channels; the
+            others keep ``nn.Linear`` (:class:`MixedProjection`, Chang et al.'s "mixed"). Needs N_h ≥ 2.
+        mixed_split: ``"heads"``: the first N_h // 2 heads are convolutional. ``"channels"``: the first
+            (N_h D_h) // 2 channels, as in Chang et al.'s code; the two agree for an even N_h.
+        value_conv: add a depthwise convolution of the values (one kernel per value channel, zero padding, padded
+            tokens read as zeros) to the attention's context, times a scalar (Chang et al.'s ``convolution``).
             The kernel is signed and unnormalised, so the branch is no attention head; with position-only logits
             the layer is the sum of a lightweight and a depthwise convolution.
+        value_conv_kernel_size: the branch's kernel size (odd); default ``conv_kernel_size`` when that is an int.
+        value_conv_bias: a bias per value channel on the branch's convolution (Chang et al.'s has one).
+        value_conv_scale: the scalar: ``"zero"``, one learned γ that starts at 0, so that the layer starts as plain
+            composite attention; ``"fixed"``, one scalar per head equal to 1 and not trained (Chang et al.'s
+            ``convolution``); ``"per_head"``, one scalar per head that starts at 1 and trains (their
+            ``convolution_scaled``).
         head_dim, bias, dropout: as in :class:`~attnconv.attention.MultiHeadSelfAttention`.
         query_chunk: T, queries per chunk, bounding temporaries to ``(B, N_h, T, N)``. ``None`` (default) picks
             T = max(64, 2^19 / (B N_h N)): one chunk for small inputs, 64-row chunks for large ones.
 
     Attributes:
         fixed_term, query_term, key_term: the relative modules, or ``None`` when switched off.
-        value_conv: ``nn.Conv1d(N_h D_h, N_h D_h, K, groups=N_h D_h)`` and ``value_conv_scale`` γ, or ``None``.
+        value_conv: ``nn.Conv1d(N_h D_h, N_h D_h, K, groups=N_h D_h)``, or ``None``; ``value_conv_scale``: γ, a
+            ``()`` or ``(N_h,)`` parameter (not trained with ``"fixed"``), or ``None``.
 
     Shapes:
         x: ``(B, N, C)``, N ≤ ``max_length``; ``key_padding_mask``: bool ``(B, N)``, ``True`` on padding. Output
@@ -175,10 +247,15 @@ class CompositeAttention(MultiHeadSelfAttention):
         num_buckets: int | None = None,
         window: bool = False,
         conv_projections: Sequence[str] = (),
-        conv_kernel_size: int = 3,
+        conv_kernel_size: int | Mapping[str, int] = 3,
         conv_activation: str | None = None,
+        conv_groups: int | None = None,
         mixed_projections: bool = False,
+        mixed_split: str = "heads",
         value_conv: bool = False,
+        value_conv_kernel_size: int | None = None,
+        value_conv_bias: bool = False,
+        value_conv_scale: str = "zero",
         head_dim: int | None = None,
         bias: bool = True,
         dropout: float = 0.0,
@@ -212,22 +289,57 @@ class CompositeAttention(MultiHeadSelfAttention):
         self.window = window
         self.max_length = positive_int("max_length", max_length)
         self.query_chunk = None if query_chunk is None else positive_int("query_chunk", query_chunk)
-        odd_kernel_size(conv_kernel_size, "conv_kernel_size")
+        kernel_sizes = self._kernel_sizes(conv_kernel_size)
         if conv_activation not in ACTIVATIONS:
             raise ValueError(f"conv_activation must be one of {ACTIVATIONS}, got {conv_activation!r}")
         self.conv_activation = conv_activation
+        self.conv_groups = None if conv_groups is None else positive_int("conv_groups", conv_groups)
         self.mixed_projections = bool(mixed_projections)
         if self.mixed_projections and (num_heads < 2 or not conv_projections):
             raise ValueError("mixed_projections needs num_heads >= 2 and some conv_projections: half of the heads "
                              "are convolutional, the other half linear")
-        self.conv_projections = self._convolve_projections(conv_projections, conv_kernel_size, bias,
-                                                           conv_activation)
-        inner = self.num_heads * self.head_dim
-        self.value_conv = nn.Conv1d(inner, inner, conv_kernel_size, padding=conv_kernel_size // 2, groups=inner,
-                                    bias=False) if value_conv else None
-        self.value_conv_scale = nn.Parameter(torch.zeros(())) if value_conv else None
+        if mixed_split not in MIXED_SPLITS:
+            raise ValueError(f"mixed_split must be one of {MIXED_SPLITS}, got {mixed_split!r}")
+        self.mixed_split = mixed_split
+        self.conv_projections = self._convolve_projections(conv_projections, kernel_sizes, bias, conv_activation)
+        self.value_conv, self.value_conv_scale = self._value_branch(value_conv, value_conv_kernel_size,
+                                                                    conv_kernel_size, value_conv_bias,
+                                                                    value_conv_scale)
 
-    def _convolve_projections(self, names: Sequence[str], kernel_size: int, bias: bool,
+    @staticmethod
+    def _kernel_sizes(conv_kernel_size: int | Mapping[str, int]) -> dict[str, int]:
+        """One odd kernel size per projection name, from an int or a mapping (missing names get 3)."""
+        if isinstance(conv_kernel_size, Mapping):
+            unknown = set(conv_kernel_size) - set(CONV_PROJECTIONS)
+            if unknown:
+                raise ValueError(f"conv_kernel_size maps projection names {CONV_PROJECTIONS} to sizes, got "
+                                 f"{sorted(unknown)}")
+            sizes = {name: conv_kernel_size.get(name, 3) for name in CONV_PROJECTIONS}
+        else:
+            sizes = dict.fromkeys(CONV_PROJECTIONS, conv_kernel_size)
+        for size in sizes.values():
+            odd_kernel_size(size, "conv_kernel_size")
+        return sizes
+
+    def _value_branch(self, on: bool, kernel_size: int | None, default: int | Mapping[str, int], bias: bool,
+                      scale: str) -> tuple[nn.Conv1d | None, nn.Parameter | None]:
+        """Chang et al.'s ``convolution`` branch: a depthwise convolution of the values and its scalar."""
+        if scale not in VALUE_CONV_SCALES:
+            raise ValueError(f"value_conv_scale must be one of {VALUE_CONV_SCALES}, got {scale!r}")
+        if not on:
+            return None, None
+        if kernel_size is None:
+            if isinstance(default, Mapping):
+                raise ValueError("value_conv_kernel_size is needed when conv_kernel_size is a mapping")
+            kernel_size = default
+        odd_kernel_size(kernel_size, "value_conv_kernel_size" if kernel_size is not default else "conv_kernel_size")
+        inner = self.num_heads * self.head_dim
+        conv = nn.Conv1d(inner, inner, kernel_size, padding=kernel_size // 2, groups=inner, bias=bool(bias))
+        if scale == "zero":
+            return conv, nn.Parameter(torch.zeros(()))
+        return conv, nn.Parameter(torch.ones(self.num_heads), requires_grad=scale == "per_head")
+
+    def _convolve_projections(self, names: Sequence[str], kernel_sizes: dict[str, int], bias: bool,
                               activation: str | None) -> tuple[str, ...]:
         if isinstance(names, str):
             raise ValueError(f"conv_projections must be a sequence of names from {CONV_PROJECTIONS}, got {names!r}")
@@ -242,11 +354,14 @@ class CompositeAttention(MultiHeadSelfAttention):
             if linear is None:
                 raise ValueError(f"conv_projections names {name!r}, but this layer computes no {name}s "
                                  "(switch on content or a term that uses them)")
+            kernel_size = kernel_sizes[name]
             if self.mixed_projections:
+                split = linear.out_features // 2 if self.mixed_split == "channels" else None
                 conv = MixedProjection(self.embed_dim, linear.out_features // self.num_heads, self.num_heads,
-                                       self.num_heads // 2, kernel_size, bias, activation)
+                                       self.num_heads // 2, kernel_size, bias, activation, self.conv_groups, split)
             else:
-                conv = DepthwiseSeparableConv1d(self.embed_dim, linear.out_features, kernel_size, bias, activation)
+                conv = conv_projection(self.embed_dim, linear.out_features, kernel_size, bias, activation,
+                                       self.conv_groups)
             setattr(self, attr, conv)
         return names
 
@@ -329,7 +444,7 @@ class CompositeAttention(MultiHeadSelfAttention):
                 weights.append(probs)
         heads = heads[0] if len(heads) == 1 else torch.cat(heads, dim=-2)  # (B, N_h, N, D_h); frees the chunks
         if self.value_conv is not None:
-            heads = heads + self.value_conv_scale * self.convolve_values(v)
+            heads = heads + self.value_conv_scale.view(-1, 1, 1) * self.convolve_values(v)  # γ: () or (N_h,)
         out = self.merge_heads(heads, (n,))
         if not need_weights:
             return out, None
@@ -389,5 +504,6 @@ class CompositeAttention(MultiHeadSelfAttention):
         return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, head_dim={self.head_dim}, "
                 f"max_distance={self.max_distance}, max_length={self.max_length}, terms={'+'.join(flags)}, "
                 f"window={self.window}, conv_projections={self.conv_projections}, "
-                f"conv_activation={self.conv_activation!r}, mixed_projections={self.mixed_projections}, "
+                f"conv_activation={self.conv_activation!r}, conv_groups={self.conv_groups}, "
+                f"mixed_projections={self.mixed_projections}, mixed_split={self.mixed_split!r}, "
                 f"value_conv={self.value_conv is not None}, dropout={self.dropout}")

@@ -47,6 +47,7 @@ from .taps import apply_band, check_padding_mask, check_tokens, masked_softmax, 
 
 __all__ = [
     "BOUNDARIES",
+    "PADDED_KEYS",
     "odd_kernel_size",
     "tap_mask",
     "masked_softmax",
@@ -59,6 +60,7 @@ __all__ = [
 ]
 
 BOUNDARIES = ("zeros", "renormalize")
+PADDED_KEYS = ("excluded", "zeros")  # how a renormalised kernel treats padded keys
 ACTIVATIONS = (None, "gelu")  # between the depthwise and pointwise steps of a DepthwiseSeparableConv1d
 
 
@@ -79,7 +81,7 @@ class _HeadKernelConv1d(nn.Module):
     """What lightweight and dynamic convolutions share: heads over channel groups, odd kernels, the boundary rule."""
 
     def __init__(self, embed_dim: int, num_heads: int, kernel_size: int, boundary: str, weight_dropout: float,
-                 weight_softmax: bool = True, causal: bool = False) -> None:
+                 weight_softmax: bool = True, causal: bool = False, padded_keys: str = "excluded") -> None:
         super().__init__()
         self.embed_dim = positive_int("embed_dim", embed_dim)
         self.num_heads = positive_int("num_heads", num_heads)
@@ -95,6 +97,9 @@ class _HeadKernelConv1d(nn.Module):
             raise ValueError("weight_softmax=False needs boundary='zeros': renormalising over the existing taps is "
                              "a softmax, and a raw kernel has none")
         self.weight_dropout = probability("weight_dropout", weight_dropout)
+        if padded_keys not in PADDED_KEYS:
+            raise ValueError(f"padded_keys must be one of {PADDED_KEYS}, got {padded_keys!r}")
+        self.padded_keys = padded_keys
 
     def normalise(self, logits: Tensor, n: int, key_padding_mask: Tensor | None = None) -> Tensor:
         """Kernel logits ``(B or 1, N_h, N or 1, K)`` -> kernels: the logits themselves (``weight_softmax=False``),
@@ -104,6 +109,8 @@ class _HeadKernelConv1d(nn.Module):
             return logits
         if self.boundary == "zeros":
             return softmax_fp32(logits, dim=-1)
+        if self.padded_keys == "zeros":  # fairseq: padded keys keep their share of the kernel and read zeros
+            key_padding_mask = None
         dead = tap_mask(n, self.kernel_size, key_padding_mask, logits.device, self.padding_l)  # (B or 1, 1, N, K)
         return masked_softmax(logits.masked_fill(dead, float("-inf")))
 
@@ -123,7 +130,7 @@ class _HeadKernelConv1d(nn.Module):
     def extra_repr(self) -> str:
         return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, kernel_size={self.kernel_size}, "
                 f"boundary={self.boundary!r}, weight_dropout={self.weight_dropout}, "
-                f"weight_softmax={self.weight_softmax}, causal={self.causal}")
+                f"weight_softmax={self.weight_softmax}, causal={self.causal}, padded_keys={self.padded_keys!r}")
 
 
 class LightweightConv1d(_HeadKernelConv1d):
@@ -227,6 +234,10 @@ class DynamicConv1d(_HeadKernelConv1d):
         causal: taps read offsets -(K-1)..0 only (a decoder's convolution).
         conv_bias: a learned ``(C,)`` bias added to the output (the output projection's bias, on the attention
             side); the values must then have C channels.
+        padded_keys: with ``boundary="renormalize"`` and a ``key_padding_mask``: ``"excluded"`` (default) leaves
+            padded keys out of the softmax, as attention's padding mask does; ``"zeros"`` keeps them in it, reading
+            zeros, which is fairseq's ``renorm_padding=True`` (it renormalises only at the sequence ends and zeroes
+            padded tokens before the layer).
 
     Attributes:
         kernel_proj: ``nn.Linear(C, N_h (2k+1))``, the matrix W^D (head-major: head h's taps are columns
@@ -235,8 +246,9 @@ class DynamicConv1d(_HeadKernelConv1d):
 
     def __init__(self, embed_dim: int, num_heads: int, kernel_size: int, boundary: str = "zeros",
                  bias: bool = True, weight_dropout: float = 0.0, weight_softmax: bool = True,
-                 causal: bool = False, conv_bias: bool = False) -> None:
-        super().__init__(embed_dim, num_heads, kernel_size, boundary, weight_dropout, weight_softmax, causal)
+                 causal: bool = False, conv_bias: bool = False, padded_keys: str = "excluded") -> None:
+        super().__init__(embed_dim, num_heads, kernel_size, boundary, weight_dropout, weight_softmax, causal,
+                         padded_keys)
         self.kernel_proj = nn.Linear(embed_dim, num_heads * kernel_size, bias=bias)
         self.conv_bias = nn.Parameter(torch.zeros(embed_dim)) if conv_bias else None
 

@@ -229,7 +229,9 @@ def dynamic_conv_to_attention(conv: DynamicConv1d, interior_only: bool = False) 
     a ``conv_bias`` becomes the output projection's bias.
 
     Args:
-        conv: the convolution; with ``boundary="renormalize"`` the layer equals it at every position.
+        conv: the convolution; with ``boundary="renormalize"`` the layer equals it at every position. With a
+            padding mask it equals a conv with ``padded_keys="excluded"`` (the default); fairseq's
+            ``padded_keys="zeros"`` keeps padded keys in the kernel's softmax, which an attention mask does not.
         interior_only: accept a zero-padded conv, equal only at positions k ≤ i < N - k (i ≥ K - 1 if causal).
 
     Raises:

@@ -132,8 +132,9 @@ class QuadraticEncoding(PositionalLogits):
         """Heads placed on the taps of a centred kernel, one head per tap, in row-major order.
 
         Head h starts at Δ^(h) = a_h ⊙ d - c with c = d (K - 1) // 2: the shifts
-        :func:`~attnconv.construct.image.conv_to_mhsa` gives a convolution with "same" padding. With
-        ``learnable=True`` this is ConViT's local initialisation, reached from Theorem 1.
+        :func:`~attnconv.construct.image.conv_to_mhsa` gives a convolution with "same" padding. For odd K and
+        ``learnable=True`` this is ConViT's local initialisation, reached from Theorem 1, with the heads in row-major
+        order; for even K ConViT centres the grid on c = (K - 1) / 2 instead: use :meth:`local_init`.
 
         Args:
             kernel_size: K (a K x ... x K kernel in ``dims`` dimensions) or one size per dimension.
@@ -150,6 +151,53 @@ class QuadraticEncoding(PositionalLogits):
         shifts = [delta for _, delta in kernel_shifts(ks, dil, offset)]
         centers = torch.tensor(shifts, dtype=torch.get_default_dtype())
         return cls(len(shifts), centers=centers, alpha=alpha, learnable=learnable)
+
+    @classmethod
+    def local_init(cls, num_heads: int, locality_strength: float = 1.0, locality_distance: float = 1.0,
+                   learnable: bool = True) -> "QuadraticEncoding":
+        """ConViT's local initialisation (d'Ascoli et al. 2021, GPSA's ``local_init``) for K² heads, K = √N_h.
+
+        Head p = h₁ + K h₂ (h₁, h₂ = 0..K-1, ConViT's column-major order) starts at
+
+            Δ^(p) = locality_distance · (h₁ - c, h₂ - c)  (row, column),   c = (K - 1) / 2,   α^(p) = locality_strength,
+
+        so for even K (4 or 16 heads) the centres sit on half-integers, symmetric about 0. For odd K this is
+        :meth:`from_kernel` up to the order of the heads (``from_kernel`` is row-major, head h₁ K + h₂).
+
+        Args:
+            num_heads: N_h, a perfect square (1, 4, 9, 16, ...).
+            locality_strength: α of every head (ConViT's ``locality_strength``).
+            locality_distance: the spacing of the centres (ConViT fixes it to 1).
+            learnable: whether Δ and α train.
+        """
+        k = math.isqrt(num_heads) if isinstance(num_heads, int) and not isinstance(num_heads, bool) and num_heads > 0 \
+            else 0
+        if k * k != num_heads:
+            raise ValueError(f"num_heads must be a perfect square K^2 (ConViT places the heads on a K x K grid), "
+                             f"got {num_heads!r}")
+        c = (k - 1) / 2
+        heads = torch.arange(num_heads)
+        rows, cols = heads % k, heads // k  # head p = h1 + K h2
+        centers = locality_distance * torch.stack([rows - c, cols - c], dim=-1).to(torch.get_default_dtype())
+        return cls(num_heads, centers=centers, alpha=locality_strength, learnable=learnable)
+
+    @classmethod
+    def from_positional_query(cls, query: Tensor, learnable: bool = True) -> "QuadraticEncoding":
+        """The encoding whose positional query (:meth:`positional_query`) is ``query`` ``(N_h, d + 1)``.
+
+        v^(h) = -α(1, -2Δ) gives α = -v_0 and Δ = v_{1:} / (2α); ``query[:, 0]`` must be negative. This reads a
+        linear map of the features (‖δ‖², δ_1, ..., δ_d), such as ConViT's ``pos_proj`` (its bias is the same for
+        every key and cancels in the softmax).
+        """
+        query = torch.as_tensor(query).detach()
+        query = query if query.is_floating_point() else query.to(torch.get_default_dtype())
+        if query.dim() != 2 or query.shape[1] < 2:
+            raise ValueError(f"query must be (N_h, d + 1) with d >= 1, got shape {tuple(query.shape)}")
+        alpha = -query[:, 0]
+        if not bool((alpha > 0).all()):
+            raise ValueError("query[:, 0] = -alpha must be negative for every head: a Gaussian bump needs alpha > 0, "
+                             f"got {query[:, 0].tolist()}")
+        return cls(query.shape[0], centers=query[:, 1:] / (2 * alpha[:, None]), alpha=alpha, learnable=learnable)
 
     @property
     def dims(self) -> int:
