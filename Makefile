@@ -30,12 +30,15 @@ $(STAMP): requirements.txt pyproject.toml
 assets: $(VENDOR)/.complete
 
 # Copied into a temporary folder and moved into place at the end, so an interrupted copy leaves nothing half-done.
-$(VENDOR)/.complete: $(STAMP)
-	rm -rf $(VENDOR).tmp && mkdir -p $(VENDOR).tmp
-	cp -R "$$($(MATHJAX_ES5))" $(VENDOR).tmp/mathjax
-	# Keep the one combined bundle the book loads (tex-chtml.js) and the components it loads on demand.
-	find $(VENDOR).tmp/mathjax -maxdepth 1 -name '*.js' ! -name tex-chtml.js ! -name core.js ! -name loader.js \
-	  ! -name startup.js -delete
+# Only the MathJax components _config.yml loads (mathjax3_config): the loader, the core, TeX input with its
+# extensions (loaded on demand), CommonHTML output with its font data and fonts, and the assistive MathML.
+MATHJAX_PARTS = startup.js core.js input/tex.js input/tex/extensions output/chtml.js output/chtml/fonts/tex.js \
+  output/chtml/fonts/woff-v2 a11y/assistive-mml.js
+$(VENDOR)/.complete: $(STAMP) Makefile
+	rm -rf $(VENDOR).tmp && mkdir -p $(VENDOR).tmp/mathjax
+	src="$$($(MATHJAX_ES5))" && for part in $(MATHJAX_PARTS); do \
+	  mkdir -p "$(VENDOR).tmp/mathjax/$$(dirname $$part)" && cp -R "$$src/$$part" "$(VENDOR).tmp/mathjax/$$part" || exit 1; \
+	done
 	touch $(VENDOR).tmp/.complete
 	rm -rf $(VENDOR) && mv $(VENDOR).tmp $(VENDOR)
 

@@ -98,3 +98,37 @@ def test_chapter06_reach_claims():
     assert all(layer["mean_distance"] < 8 for layer in longest["trained"])
     fields = receptive_fields(build_model("resnet18", named_config("cpu-quick").resnet))
     assert fields[0]["rf"] == 11 and fields[2]["rf"] > 32
+
+
+def test_chapter06_cpu_precision_benchmark_claims():
+    """Chapter 06, 'Training in bfloat16 on this CPU': which models bf16 speeds up on the CPU that measured it."""
+    from attnconv.models import MODEL_NAMES
+
+    bench = json.loads((RESULTS / "benchmarks" / "cpu_precision.json").read_text())
+    meta, speed = bench["meta"], {r["model"]: r for r in bench["rows"]}
+    assert meta["cpu_flags"]["avx512_bf16"] and meta["cpu_flags"]["amx_bf16"] and meta["threads"] == 1
+    assert set(speed) >= set(MODEL_NAMES)
+    for r in speed.values():  # each figure is the median of the interleaved steps it records
+        assert r["speedup"] == pytest.approx(np.median(r["fp32_s"]) / np.median(r["bf16_s"]))
+        assert len(r["fp32_s"]) == len(r["bf16_s"]) == meta["repeats"]
+    assert all(speed[m]["speedup"] > 1.5 for m in ("resnet18", "sa-quadratic", "sa-learned", "bert absolute",
+                                                   "bert composite-noabs"))
+    assert max(r["speedup"] for r in speed.values()) < 2 and 1.1 < speed["sa-anisotropic"]["speedup"] < 1.5
+    assert all(speed[m]["speedup"] < 1 for m in ("sa-content", "sa-learned-content"))
+    assert meta["load_average_start"][0] > 5 * meta["cpus"]
+
+
+def test_chapter06_bf16_parity_claims():
+    """Chapter 06: three seeds of cpu-quick sa-quadratic in bf16 against the float32 random-start arm: the same
+    config but the precision, about half a point lower for every seed, within two standard errors."""
+    f32 = [load_run(RESULTS / f"cpu-quick-sa-quadratic-random-s{s}") for s in range(3)]
+    b16 = [load_run(RESULTS / f"cpu-quick-sa-quadratic-bf16-s{s}") for s in range(3)]
+    for a, b in zip(f32, b16):
+        ca, cb = a.provenance["config"], b.provenance["config"]
+        assert [k for k in cb if k not in ("precision", "progress") and cb[k] != ca.get(k)] == []
+        assert b.provenance["precision"]["used"] == "bf16" and b.provenance["dirty"] is False
+    x = np.array([r.final["full_test_acc"] for r in f32])
+    y = np.array([r.final["full_test_acc"] for r in b16])
+    gap, noise = y.mean() - x.mean(), np.sqrt(x.var(ddof=1) / 3 + y.var(ddof=1) / 3)
+    assert abs(gap) < 2 * noise and -0.01 < gap < 0 and ((y - x) < 0).all()
+    assert all(0.003 < a.std(ddof=1) < 0.005 for a in (x, y))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,12 @@ from attnconv.viewer import FrameViewer, HeatmapViewer
 
 ROOT = Path(__file__).resolve().parents[1]
 SOBEL = torch.tensor([[1.0, 0.0, -1.0], [2.0, 0.0, -2.0], [1.0, 0.0, -1.0]], dtype=torch.float64)
+
+
+def _maps(spec: dict) -> np.ndarray:
+    """A heatmap viewer's bytes as the page's script gets them: base64, then inflated."""
+    assert spec["encoding"] == "deflate"
+    return np.frombuffer(zlib.decompress(base64.b64decode(spec["data"])), dtype=np.uint8)
 
 
 def _spec(viewer) -> dict:
@@ -119,7 +126,7 @@ def test_heatmap_viewer_stores_each_setting_scaled_to_its_maximum():
     maps = rng.random((2, 3, 2, 4, 5))  # controls (2, 3), two panels of 4 x 5
     viewer = HeatmapViewer(maps, {"r": [0, 1], "c": [0, 1, 2]}, ["p0", "p1"])
     spec = _spec(viewer)
-    data = np.frombuffer(base64.b64decode(spec["data"]), dtype=np.uint8).reshape(6, 2, 4, 5)
+    data = _maps(spec).reshape(6, 2, 4, 5)
     flat = maps.reshape(6, 2, 4, 5)
     top = flat.reshape(6, -1).max(1)
     np.testing.assert_allclose(data / 255 * top[:, None, None, None], flat, atol=top.max() / 255)
@@ -151,7 +158,7 @@ def test_theorem1_viewer_spans_alpha_half_to_46():
 def test_bias_viewer_matches_the_bias_module():
     viewer = bias_viewer(values=(-1.0, 0.0, 1.0), length=6)
     spec = _spec(viewer)
-    data = np.frombuffer(base64.b64decode(spec["data"]), dtype=np.uint8).reshape(3 ** 5, 5 + 36)
+    data = _maps(spec).reshape(3 ** 5, 5 + 36)
     setting = (2, 0, 1, 1, 0)  # b = (1, -1, 0, 0, -1)
     index = np.ravel_multi_index(setting, (3,) * 5)
     b = torch.tensor([1.0, -1.0, 0.0, 0.0, -1.0], dtype=torch.float64)
@@ -180,6 +187,20 @@ def test_quadratic_maps_reproduce_the_committed_run():
     assert (flipped - stored.permute(0, 2, 1, 3, 4)).abs().max() > 1e-3
     viewer = quadratic_run_viewer([last], stride=4)
     assert viewer.sizes == [1, 3, 4, 4] and len(viewer.panels) == 9
+
+
+def test_chapter06_explorer_is_light():
+    """Chapter 06's explorer (3 snapshots x 3 layers x 8 x 8 queries x 9 heads of 16 x 16) stays under 200 kB:
+    1.33 MB of map bytes, mostly zeros, deflate to a few percent."""
+    run = ROOT / "results" / "cpu-quick-sa-quadratic"
+    if not (run / "centers.jsonl").is_file():
+        pytest.skip("the committed quadratic run is not in this checkout")
+    records = [json.loads(line) for line in (run / "centers.jsonl").read_text().splitlines()]
+    snapshots = [records[i] for i in sorted({0, len(records) // 2, len(records) - 1})]
+    viewer = quadratic_run_viewer(snapshots, stride=2)
+    page = viewer._repr_html_()
+    assert viewer.data.nbytes > 10 ** 6 and len(page.encode()) < 200_000
+    np.testing.assert_array_equal(_maps(_spec(viewer)), viewer.data.ravel())
 
 
 def test_sentence_kernel_viewer_keeps_every_head_and_token():

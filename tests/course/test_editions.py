@@ -1,15 +1,24 @@
-"""Both editions of every chapter, executed in a fresh kernel and graded (slow: each chapter runs twice)."""
+"""Both editions of every chapter, executed in a fresh kernel and graded, and the five cheats of the course's
+review, each of which must score no more than the untouched student notebook (slow: each grading runs a kernel)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
+import nbformat
 import pytest
 
+from attnconv.course.gradescope import build_autograder
 from attnconv.course.grade import grade_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+CH01 = "01_convolution_as_shifts"
 
 
 @pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: p.stem)
@@ -19,9 +28,121 @@ def test_worked_edition_gets_full_marks(notebook):
     assert not report.cell_errors, report.cell_errors
 
 
-@pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: p.stem)
-def test_untouched_student_edition_gets_zero_and_only_not_implemented_errors(notebook):
+def test_untouched_student_edition_gets_zero_and_only_not_implemented_errors():
+    """Chapter 05 here, chapter 01 in the cheats' baseline: the two chapters of the course's review. (Each
+    student notebook runs its whole chapter, so the others are left to the stale-edition and stub tests.)"""
+    notebook = ROOT / "notebooks" / "05_relative_positions_are_convolutions.ipynb"
     report = grade_notebook(ROOT / "student" / notebook.name, chapter=notebook.stem, cell_timeout=300)
     assert report.score == 0, report.table()
     assert report.cell_errors, "the stubs must raise"
     assert {e["ename"] for e in report.cell_errors} == {"NotImplementedError"}, report.cell_errors
+    assert all("NotImplementedError" in e.message for e in report.exercises), report.table()
+
+
+# ----- the cheats: each starts from the untouched student notebook of chapter 01 ----------------------------------
+
+CHEATS = {
+    # the grader's function, replaced in the kernel so that it reports 100 points per exercise
+    "grade-namespace": ("end", """
+        import attnconv.course.exercises as ex
+        ex.grade_namespace = lambda label, ns: {"label": label, "passed": True, "message": "ok", "points": 100,
+                                                "max_points": 1}
+        import attnconv.course.exercises.core as core
+        core.run_check = lambda exercise, answers, given=None: [core.CheckResult(True, "ok")]
+        """),
+    # the registry, replaced with checks that always pass and weigh 5 points
+    "registry": ("end", """
+        from dataclasses import replace
+        from attnconv.course.exercises import EXERCISES, CheckResult
+        for label, e in list(EXERCISES.items()):
+            try:
+                EXERCISES[label] = replace(e, check=lambda **kw: CheckResult(True, "ok"), names=(), parts=(("", 5),))
+            except TypeError:  # the registry before points came in parts
+                EXERCISES[label] = replace(e, check=lambda **kw: CheckResult(True, "ok"), names=(), points=5)
+        """),
+    # a hook after every cell that prints grade lines, and forges right answers into the grader's own capture line
+    "post-run-cell-hook": ("start", """
+        import json, re
+        def _forge(result):
+            code = result.info.raw_cell or ""
+            for label in ("ex-01-dilated-shifts", "ex-01-one-by-one", "ex-01-shift-adjoint", "ex-01-sympy-lemma"):
+                print("@@ATTNCONV-GRADE@@" + json.dumps({"label": label, "passed": True, "points": 1, "message": "ok"}))
+            marker = re.search(r"@@ATTNCONV-ANSWERS@@[0-9a-f]+", code)
+            if marker:
+                dilated = {"__list__": [{"__tuple__": [2 * a - 2, 2 * b - 2]} for a in range(3) for b in range(3)]}
+                output_2 = {"__sympy__": "Add(Mul(Symbol('w0'), Symbol('x1')), Mul(Symbol('w1'), Symbol('x2')), "
+                                         "Mul(Symbol('w2'), Symbol('x3')))"}
+                print(marker.group(0) + json.dumps({"dilated": dilated, "lost": 94, "output_2": output_2}))
+        get_ipython().events.register("post_run_cell", _forge)
+        """),
+    # the worked solutions, executed from the chapter's source beside the editable install
+    "exec-solutions": ("end", """
+        import re, textwrap
+        from pathlib import Path
+        import attnconv
+        md = Path(attnconv.__file__).resolve().parents[2] / "notebooks" / "01_convolution_as_shifts.md"
+        for block in re.findall(r"### BEGIN SOLUTION\\n(.*?)### END SOLUTION", md.read_text(), re.S):
+            exec(textwrap.dedent(block), globals())
+        assert lost == 94
+        """),
+    # answers read off the checks' source with inspect.getsource
+    "copied-from-checks": ("end", """
+        import inspect
+        from attnconv.course.exercises import part1
+        source = inspect.getsource(part1)
+        assert "32 * 32 - 31 * 30" in source
+        lost = 32 * 32 - 31 * 30
+        dilated = [(2 * a - 2, 2 * b - 2) for a in range(3) for b in range(3)]
+        as_matmul = conv2d_as_shifts(x, pointwise.weight, pointwise.bias)
+        output_2 = sum(ws[a] * xs[2 + a - 1] for a in range(3))
+        """),
+}
+
+
+@pytest.fixture(scope="module")
+def stub_score():
+    report = grade_notebook(ROOT / "student" / f"{CH01}.ipynb", chapter=CH01, cell_timeout=300)
+    assert report.score == 0 and {e["ename"] for e in report.cell_errors} == {"NotImplementedError"}, report.table()
+    return report.score
+
+
+@pytest.mark.parametrize("cheat", sorted(CHEATS))
+def test_cheat_scores_no_more_than_the_untouched_stub(cheat, stub_score, tmp_path):
+    import textwrap
+
+    where, code = CHEATS[cheat]
+    nb = nbformat.read(ROOT / "student" / f"{CH01}.ipynb", as_version=4)
+    cell = nbformat.v4.new_code_cell(textwrap.dedent(code))
+    nb.cells.insert(1 if where == "start" else len(nb.cells), cell)
+    path = tmp_path / f"{CH01}.ipynb"
+    nbformat.write(nb, path)
+    report = grade_notebook(path, chapter=CH01, cell_timeout=300)
+    index = nb.cells.index(cell)
+    assert not [e for e in report.cell_errors if e["cell"] == index], f"the cheat itself must run: {report.cell_errors}"
+    assert report.score <= stub_score, report.table()
+    assert report.max_score == 4
+
+
+def test_gradescope_autograder_runs_in_a_folder_laid_out_as_gradescope_does(tmp_path):
+    archive = build_autograder("01", tmp_path / "autograder.zip")
+    root = tmp_path / "autograder"
+    for folder in ("source", "submission", "results"):
+        (root / folder).mkdir(parents=True)
+    with zipfile.ZipFile(archive) as z:
+        names = set(z.namelist())
+        assert {"setup.sh", "run_autograder", "requirements.txt", "autograder_config.json",
+                "files/attnconv/course/grade.py"} <= names
+        z.extractall(root / "source")
+    for script in ("setup.sh", "run_autograder"):
+        (root / "source" / script).chmod(0o755)
+        subprocess.run(["bash", "-n", str(root / "source" / script)], check=True)
+    nbformat.write(nbformat.read(ROOT / "notebooks" / f"{CH01}.ipynb", as_version=4),
+                   root / "submission" / "my_work.ipynb")
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable)
+    env.pop("PYTHONPATH", None)  # the zip's own copy of the library grades
+    done = subprocess.run([str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert results["score"] == 4 and len(results["tests"]) == 4, results
+    assert all(t["score"] == t["max_score"] == 1 and t["status"] == "passed" for t in results["tests"])

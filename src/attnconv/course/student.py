@@ -8,7 +8,11 @@ From each worked chapter ``notebooks/NN_name.md`` it writes ``student/NN_name.ip
 - every cell tagged ``solution`` removed, and every written ``{solution}`` block removed from the text;
 - the book's folding tags (``hide-cell``, ...) dropped from solution cells, so that a student's stub is in view;
 - no outputs, and stable cell ids, so that regenerating an unchanged chapter gives identical files;
-- the hidden Colab install cell kept, and a first cell linking to this notebook's own Colab address.
+- the hidden Colab install cell kept, and a first cell linking to this notebook's own Colab address;
+- nbgrader's cell metadata (schema 3) on every answer cell: ``grade_id`` is the exercise's label;
+- a Markdown answer cell (``YOUR ANSWER HERE``, nbgrader's manually graded answer, ``grade_id``
+  ``<label>-written`` with its points) after each conceptual exercise and after the answer cell of each exercise
+  with a written part; the grader collects these into a sheet for marking.
 
 The worked chapters stay the only source: the student files are generated, committed, and checked to be current.
 """
@@ -31,6 +35,7 @@ __all__ = [
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
+ANSWER_PLACEHOLDER = "YOUR ANSWER HERE"  # nbgrader's placeholder for a written answer
 _READER_FOLDS = ("hide-cell", "hide-input", "hide-output")
 DEFAULT_REPOSITORY = "https://github.com/attnconv/attnconv"
 _SOLUTION_BLOCK = re.compile(r"^:::\{solution\}.*?^:::[ \t]*\n?", re.MULTILINE | re.DOTALL)
@@ -64,6 +69,29 @@ def strip_solutions(source: str) -> str:
     return "\n".join(out)
 
 
+def _nbgrader(grade_id: str, points: int | None = None) -> dict:
+    """nbgrader's cell metadata: an autograded answer cell (no points) or a manually graded one (points)."""
+    meta = {"grade": points is not None, "grade_id": grade_id, "locked": False, "schema_version": 3,
+            "solution": True, "task": False}
+    if points is not None:
+        meta["points"] = points
+    return {"nbgrader": meta}
+
+
+def answer_cell(label: str, points: int) -> nbformat.NotebookNode:
+    """The Markdown cell in which a student writes the written part of exercise ``label``."""
+    unit = "point" if points == 1 else "points"
+    cell = nbformat.v4.new_markdown_cell(f"**Your answer to `{label}`** (written, {points} {unit})\n\n"
+                                         f"{ANSWER_PLACEHOLDER}")
+    cell.metadata.update(_nbgrader(f"{label}-written", points))
+    return cell
+
+
+def _exercise_label(source: str) -> str | None:
+    match = re.search(r"verify\(\s*[\"']([\w-]+)[\"']", source)
+    return match.group(1) if match else None
+
+
 def colab_url(repository: str, path: str, branch: str = "main") -> str:
     """The Colab address of a notebook in a GitHub repository."""
     repo = repository.rstrip("/").removeprefix("https://github.com/")
@@ -72,6 +100,8 @@ def colab_url(repository: str, path: str, branch: str = "main") -> str:
 
 def student_notebook(chapter: Path, repository: str = DEFAULT_REPOSITORY, folder: str = "student") -> nbformat.NotebookNode:
     """The student edition of one worked chapter (a MyST ``.md`` or an ``.ipynb``)."""
+    from .exercises import EXERCISES
+
     nb = jupytext.read(chapter)
     cells = []
     name = chapter.with_suffix(".ipynb").name
@@ -89,11 +119,23 @@ def student_notebook(chapter: Path, repository: str = DEFAULT_REPOSITORY, folder
                 tags = [t for t in tags if t not in _READER_FOLDS]
             if tags:
                 new.metadata["tags"] = list(tags)
+            label = _exercise_label(cell.source) if BEGIN in cell.source else None
+            if label:
+                new.metadata.update(_nbgrader(label))
+            cells.append(new)
+            if label in EXERCISES and EXERCISES[label].written:
+                cells.append(answer_cell(label, EXERCISES[label].written))
         else:
-            text = plain_exercises(_SOLUTION_BLOCK.sub("", cell.source))
-            text = text.replace(f"notebooks/{name}", f"{folder}/{name}")
-            new = nbformat.v4.new_markdown_cell(text.strip("\n"))
-        cells.append(new)
+            text = _SOLUTION_BLOCK.sub("", cell.source)
+            pos = 0
+            for block in _EXERCISE_BLOCK.finditer(text):  # a conceptual exercise gets its answer cell right after
+                exercise = EXERCISES.get(block.group(1))
+                if exercise is not None and not exercise.graded and exercise.written:
+                    cells.append(_markdown(text[pos:block.end()], name, folder))
+                    cells.append(answer_cell(exercise.label, exercise.written))
+                    pos = block.end()
+            if text[pos:].strip() or pos == 0:
+                cells.append(_markdown(text[pos:], name, folder))
     out = nbformat.v4.new_notebook(cells=cells, metadata={
         "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
         "language_info": {"name": "python"},
@@ -101,6 +143,11 @@ def student_notebook(chapter: Path, repository: str = DEFAULT_REPOSITORY, folder
     for i, cell in enumerate(out.cells):
         cell.id = f"cell-{i:03d}"
     return out
+
+
+def _markdown(text: str, name: str, folder: str) -> nbformat.NotebookNode:
+    text = plain_exercises(text).replace(f"notebooks/{name}", f"{folder}/{name}")
+    return nbformat.v4.new_markdown_cell(text.strip("\n"))
 
 
 def write_student_edition(notebooks: Path, out: Path, repository: str = DEFAULT_REPOSITORY) -> list[Path]:

@@ -25,7 +25,7 @@ def plot_reach(reaches: Mapping[str, Mapping[str, Any]], fields: Sequence[Mappin
         image_size: drawn as a line on the receptive-field panel.
     """
     panels = 3 if fields else 2
-    fig, axes = plt.subplots(1, panels, figsize=(4.1 * panels, 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, panels, figsize=(3.5 * panels, 3.5), squeeze=False)
     ax_d, ax_a = axes[0, 0], axes[0, 1]
     colors = plt.get_cmap("tab10")(np.arange(len(reaches)) % 10)
     offsets = np.linspace(-0.15, 0.15, max(2 * len(reaches), 2))

@@ -22,8 +22,17 @@
     var img = root.querySelector("img.av-frame");
     draw = function () { img.src = "data:image/png;base64," + spec.frames[index()]; };
   } else {
-    var raw = atob(spec.data), bytes = new Uint8Array(raw.length);
-    for (var i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+    // The maps arrive deflated (zlib) and base64-encoded; they are painted once the browser has inflated them.
+    var raw = atob(spec.data), packed = new Uint8Array(raw.length), bytes = null;
+    for (var i = 0; i < raw.length; i++) packed[i] = raw.charCodeAt(i);
+    if (spec.encoding !== "deflate") {
+      bytes = packed;
+    } else if (typeof DecompressionStream === "undefined") {
+      root.insertAdjacentHTML("beforeend", "<p>This browser cannot unpack the maps (no DecompressionStream).</p>");
+    } else {
+      new Response(new Blob([packed]).stream().pipeThrough(new DecompressionStream("deflate"))).arrayBuffer()
+        .then(function (buffer) { bytes = new Uint8Array(buffer); draw(); });
+    }
     var lut = atob(spec.lut), panels = spec.shapes.length, per = 0;
     spec.shapes.forEach(function (sh) { per += sh[0] * sh[1]; });
     var canvases = Array.prototype.slice.call(root.querySelectorAll("canvas.av-map"));
@@ -46,6 +55,7 @@
       ctx.putImageData(im, 0, 0);
     }
     draw = function () {
+      if (!bytes) return;
       var k = index(), mark = null, offset = k * per;
       if (spec.mark) mark = spec.mark.map(function (i) { return spec.values[i][parseInt(inputs[i].value, 10)]; });
       canvases.forEach(function (c, p) {

@@ -5,83 +5,134 @@ from __future__ import annotations
 import sympy as sp
 import torch
 
+from ...attention import MultiHeadSelfAttention
 from ...conv import conv2d_as_shifts
-from .core import CheckResult, register
+from .core import CheckResult, as_array, as_whole_number, close, describe, register
+from .hidden import generator, plain, seeded
 
 CH01, CH02 = "01_convolution_as_shifts", "02_self_attention"
 
 
 @register("ex-01-dilated-shifts", CH01, "code", 5, ("dilated",))
 def dilated_shifts(dilated) -> CheckResult:
-    got = [tuple(int(v) for v in d) for d in dilated]
-    if len(got) != 9:
-        return CheckResult(False, f"expected one shift per tap of a 3x3 kernel (9), received {len(got)}")
-    if len(set(got)) != 9:
-        return CheckResult(False, "expected 9 different shifts; some of yours repeat")
-    taps = [(i, j) for i in range(3) for j in range(3)]
-    for tap, d in zip(taps, got):
-        if d != (2 * tap[0] - 2, 2 * tap[1] - 2):
-            return CheckResult(False, f"the shift you give for tap {tap} is {d}; recall Δ = a·d − p, in row-major tap order")
+    array = as_array(list(dilated) if isinstance(dilated, (set, frozenset)) else dilated)
+    if array is None or array.ndim != 2 or array.shape[1] != 2:
+        return CheckResult(False, f"expected 9 shifts (Δ1, Δ2), in any order and any container; received "
+                                  f"{describe(dilated)}")
+    got = {(as_whole_number(a), as_whole_number(b)) for a, b in array}
+    if len(array) != 9:
+        return CheckResult(False, f"expected one shift per tap of a 3x3 kernel (9), received {len(array)}")
+    if len(got) != 9 or any(None in d for d in got):
+        return CheckResult(False, "expected 9 different integer shifts; some of yours repeat or are not whole")
+    truth = {(2 * a - 2, 2 * b - 2) for a in range(3) for b in range(3)}
+    wrong = sorted(got - truth)
+    if wrong:
+        return CheckResult(False, f"received {len(wrong)} shift(s) that the kernel does not read, such as "
+                                  f"{wrong[0]}; expected Δ = a·d − p for every tap a")
     return CheckResult(True, "the nine shifts of the dilated kernel are right")
 
 
-@register("ex-01-one-by-one", CH01, "code", 5, ("as_matmul", "x", "pointwise"))
+def _one_by_one_context(seed: int) -> dict:
+    gen = generator(seed)
+    with seeded(seed):
+        pointwise = torch.nn.Conv2d(3, 4, kernel_size=1, dtype=torch.float64)
+    x = torch.rand(2, 5, 7, 3, dtype=torch.float64, generator=gen)  # (B, H, W, C), not the chapter's image
+    return {"x": x, "pointwise": pointwise}
+
+
+@register("ex-01-one-by-one", CH01, "code", 5, ("as_matmul",), given=("x", "pointwise"),
+          context=_one_by_one_context, probe=lambda ns: {"as_matmul": ns["as_matmul"]}, needs=("as_matmul",))
 def one_by_one(as_matmul, x, pointwise) -> CheckResult:
     expected = conv2d_as_shifts(x, pointwise.weight, pointwise.bias)
-    if not isinstance(as_matmul, torch.Tensor) or as_matmul.shape != expected.shape:
-        shape = tuple(as_matmul.shape) if isinstance(as_matmul, torch.Tensor) else type(as_matmul).__name__
-        return CheckResult(False, f"expected a tensor of shape {tuple(expected.shape)}, received {shape}")
-    err = float((as_matmul - expected).abs().max())
-    if err > 1e-10:
-        return CheckResult(False, f"your product differs from the 1x1 convolution by up to {err:.2e}; is the bias added?")
-    return CheckResult(True, "a 1x1 convolution is one matrix applied to every pixel")
+    array = as_array(as_matmul)
+    if array is None or array.shape != tuple(expected.shape):
+        return CheckResult(False, f"expected an array of shape {tuple(expected.shape)} (B, H, W, D_out), received "
+                                  f"{describe(as_matmul)}")
+    ok, err, tol = close(array, expected)
+    if ok:
+        return CheckResult(True, "a 1x1 convolution is one matrix applied to every pixel")
+    if close(array, expected - pointwise.bias)[0]:
+        return CheckResult(False, "your product matches the convolution without its bias: add the bias")
+    return CheckResult(False, f"received values that differ from the 1x1 convolution by up to {err:.2e} "
+                              f"(expected within {tol:.0e} for {array.dtype})")
 
 
 @register("ex-01-shift-adjoint", CH01, "code", 10, ("lost",))
 def shift_adjoint(lost) -> CheckResult:
-    if not isinstance(lost, int):
-        return CheckResult(False, f"expected an int count of pixels, received {type(lost).__name__}")
-    if lost != 32 * 32 - 31 * 30:
-        return CheckResult(False, f"received {lost} lost pixels; count the rows and columns that leave the frame")
+    count = as_whole_number(lost)
+    if count is None:
+        return CheckResult(False, f"expected a whole number of pixels, received {describe(lost)}")
+    if count != 32 * 32 - 31 * 30:
+        return CheckResult(False, f"received {count} lost pixels, expected the number that the round trip sets to "
+                                  "zero; count the rows and columns that leave the frame")
     return CheckResult(True, "the round trip loses exactly the pixels shifted out of the frame")
+
+
+def _sympy(value, what: str) -> CheckResult | None:
+    if not isinstance(value, sp.Basic):
+        return CheckResult(False, f"expected a SymPy expression in {what}, received {describe(value)}")
+    return None
 
 
 @register("ex-01-sympy-lemma", CH01, "proof", 10, ("output_2",))
 def sympy_lemma(output_2) -> CheckResult:
+    if (bad := _sympy(output_2, "x0..x4 and w0..w2")) is not None:
+        return bad
     x = sp.symbols("x0:5")
     w = sp.symbols("w0:3")
     direct = sum(w[a] * x[2 + a - 1] for a in range(3))  # padded cross-correlation at q = 2, p = 1
-    try:
-        residual = sp.simplify(sp.sympify(output_2) - direct)
-    except (TypeError, sp.SympifyError) as err:
-        return CheckResult(False, f"expected a SymPy expression in x0..x4 and w0..w2, received {output_2!r} ({err})")
+    residual = sp.simplify(plain(output_2) - direct)
     if residual != 0:
-        return CheckResult(False, f"the residual against the convolution's definition is {residual}, not 0")
+        return CheckResult(False, f"received {output_2}; its residual against the convolution's definition is "
+                                  f"{residual}, expected 0")
     return CheckResult(True, "residual simplifies to 0: the shifted sum is the convolution at q = 2")
 
 
-@register("ex-02-uniform", CH02, "code", 10, ("pool", "tokens"))
-def uniform_attention(pool, tokens) -> CheckResult:
-    out, probs = pool(tokens, need_weights=True)
+def _uniform_context(seed: int) -> dict:
+    with seeded(seed):
+        pool = MultiHeadSelfAttention(embed_dim=12, num_heads=1, bias=False).double()
+    return {"pool": pool, "tokens": torch.randn(2, 3, 5, 12, dtype=torch.float64, generator=generator(seed + 1))}
+
+
+def _uniform_probe(ns) -> dict:
+    out, probs = ns["pool"](ns["tokens"], need_weights=True)
+    return {"out": out, "probs": probs}
+
+
+@register("ex-02-uniform", CH02, "code", 10, ("out", "probs"), given=("tokens",), context=_uniform_context,
+          probe=_uniform_probe, needs=("pool",), parts=(("uniform", 1), ("pooling", 1)))
+def uniform_attention(out, probs, tokens) -> list[CheckResult]:
+    probs, out = as_array(probs), as_array(out)
     n = probs.shape[-1]
-    if not torch.allclose(probs, torch.full_like(probs, 1.0 / n), atol=1e-12):
-        return CheckResult(False, f"expected every attention weight to be 1/N = {1 / n:.5f}; received weights from "
-                                  f"{float(probs.min()):.5f} to {float(probs.max()):.5f}")
+    uniform = close(probs, torch.full(probs.shape, 1.0 / n, dtype=torch.float64))[0]
+    first = CheckResult(uniform, "every attention weight is 1/N" if uniform else
+                        f"expected every attention weight to be 1/N = {1 / n:.5f}; received weights from "
+                        f"{float(probs.min()):.5f} to {float(probs.max()):.5f}", "uniform")
     mean = tokens.mean(dim=(1, 2), keepdim=True).expand_as(tokens)
-    err = float((out - mean).abs().max())
-    if err > 1e-10:
-        return CheckResult(False, f"attention is uniform, but the output differs from the mean token by {err:.2e}: "
-                                  "check the value and output projections")
-    return CheckResult(True, "uniform attention with identity projections is global average pooling")
+    ok, err, _ = close(out, mean)
+    second = CheckResult(ok, "the output is the mean token: global average pooling" if ok else
+                         f"the output differs from the mean token by {err:.2e}: expected identity value and output "
+                         "projections", "pooling")
+    return [first, second]
 
 
-@register("ex-02-params", CH02, "code", 5, ("n_attention", "n_conv"))
-def parameter_counts(n_attention, n_conv) -> CheckResult:
-    if n_attention != 4 * 64 * 64 + 4 * 64:
-        return CheckResult(False, f"received {n_attention} attention parameters; count four projections and their biases")
-    if n_conv != 9 * 64 * 64 + 64:
-        return CheckResult(False, f"received {n_conv} convolution parameters; count K² D_in D_out weights and the bias")
-    return CheckResult(True, "both counts are right")
+@register("ex-02-params", CH02, "code", 5, ("n_attention", "n_conv"), parts=(("attention", 1), ("convolution", 1)),
+          written=1)
+def parameter_counts(n_attention, n_conv) -> list[CheckResult]:
+    truth_attention = sum(p.numel() for p in MultiHeadSelfAttention(64, 8).parameters())
+    truth_conv = sum(p.numel() for p in torch.nn.Conv2d(64, 64, 3).parameters())
+    results = []
+    for part, value, truth, hint in (("attention", n_attention, truth_attention, "count four projections and their "
+                                      "biases"), ("convolution", n_conv, truth_conv, "count K² D_in D_out weights "
+                                                                                       "and the bias")):
+        count = as_whole_number(value)
+        if count is None:
+            results.append(CheckResult(False, f"expected a whole number, received {describe(value)}", part))
+        elif count != truth:
+            results.append(CheckResult(False, f"received {count:,} parameters, expected another count; {hint}", part))
+        else:
+            results.append(CheckResult(True, "right", part))
+    return results
 
 
 register("ex-02-permutation", CH02, "conceptual", 10)(None)
@@ -89,11 +140,11 @@ register("ex-02-permutation", CH02, "conceptual", 10)(None)
 
 @register("ex-02-scale", CH02, "proof", 10, ("scale",))
 def logit_scale(scale) -> CheckResult:
+    if (bad := _sympy(scale, "D_h")) is not None:
+        return bad
     d_h = sp.Symbol("D_h", positive=True)
-    try:
-        variance = sp.simplify(d_h / sp.sympify(scale).subs(sp.Symbol("D_h"), d_h) ** 2)
-    except (TypeError, sp.SympifyError, ZeroDivisionError) as err:
-        return CheckResult(False, f"expected a SymPy expression in D_h, received {scale!r} ({err})")
+    variance = sp.simplify(d_h / plain(scale).subs(sp.Symbol("D_h"), d_h) ** 2)
     if sp.simplify(variance - 1) != 0:
-        return CheckResult(False, f"with your scale the logit's variance is {variance}, not 1")
+        return CheckResult(False, f"received scale = {scale}; with it the logit's variance is {variance}, "
+                                  "expected 1")
     return CheckResult(True, "Var(q·k / scale) simplifies to 1")

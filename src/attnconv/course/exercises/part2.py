@@ -2,90 +2,166 @@
 
 from __future__ import annotations
 
+import re
+
 import sympy as sp
 import torch
 
 from ...bounds import off_target_mass_bound
+from ...construct import convert_convolutions
+from ...models.smallcnn import SmallCNN, predict_logits, synthetic_images
+from ...positional import QuadraticEncoding
 from ...proofs import image as proofs
-from .core import CheckResult, register
+from .core import CheckResult, as_array, as_whole_number, close, describe, register
+from .hidden import generator, plain, seeded
 
 CH03, CH04 = "03_attention_can_express_convolution", "04_positional_encoding_zoo"
 
 
-def _plain(expr: sp.Expr) -> sp.Expr:
-    """The same expression with assumption-free symbols, so that names alone decide equality."""
-    return expr.subs({s: sp.Symbol(s.name) for s in expr.free_symbols})
-
-
-@register("ex-03-sign", CH03, "proof", 10, ("expected_residual",))
+@register("ex-03-sign", CH03, "proof", 10, ("expected_residual",), written=1)
 def flipped_sign(expected_residual) -> CheckResult:
+    if not isinstance(expected_residual, sp.Basic):
+        return CheckResult(False, f"expected a SymPy expression, received {describe(expected_residual)}")
     general = proofs.quadratic_identity(center_coefficient=2).residual  # -α Σ_{a=1}^{d} 4 Δ_a δ_a
     in_2d = general.subs(sp.Symbol("d", integer=True, positive=True), 2).doit()
-    truth = _plain(in_2d.replace(lambda e: isinstance(e, sp.Indexed),
-                                 lambda e: sp.Symbol(f"{e.base.label}{e.indices[0]}")))
-    try:
-        student = _plain(sp.sympify(expected_residual))
-    except (TypeError, sp.SympifyError) as err:
-        return CheckResult(False, f"expected a SymPy expression, received {expected_residual!r} ({err})")
-    difference = sp.simplify(truth - student)
+    truth = plain(in_2d.replace(lambda e: isinstance(e, sp.Indexed),
+                                lambda e: sp.Symbol(f"{e.base.label}{e.indices[0]}")))
+    difference = sp.simplify(truth - plain(expected_residual))
     if difference != 0:
-        return CheckResult(False, "your expression does not match the residual; it differs by a non-zero "
-                                  f"expression in {sorted(s.name for s in difference.free_symbols)}")
+        return CheckResult(False, "received an expression that differs from the residual by a non-zero expression "
+                                  f"in {sorted(s.name for s in difference.free_symbols)}; expected the residual "
+                                  "that quadratic_identity reports, in delta1, delta2, Delta1, Delta2 and alpha")
     return CheckResult(True, "residual identified: the head attends to -Δ")
 
 
-@register("ex-03-alpha-for-epsilon", CH03, "code", 10, ("alpha_min", "leak"))
-def alpha_for_epsilon(alpha_min, leak) -> CheckResult:
-    if not isinstance(alpha_min, int) or off_target_mass_bound(alpha_min) >= 1e-3:
-        return CheckResult(False, f"received alpha_min = {alpha_min!r}, whose bound is not below 1e-3")
-    if off_target_mass_bound(alpha_min - 1) < 1e-3:
-        return CheckResult(False, f"received alpha_min = {alpha_min}, but a smaller integer already works")
-    if not 0 <= float(leak) < 1e-3:
-        return CheckResult(False, f"received a measured leak of {float(leak):.2e}; expected it between 0 and the bound")
-    return CheckResult(True, "smallest α found and the measured leak is under the bound")
+def _true_leak(alpha: int) -> float:
+    head = QuadraticEncoding(1, centers=[[0, 0]], alpha=float(alpha))
+    return 1 - torch.softmax(head((15, 15)), -1)[0, 7 * 15 + 7, 7 * 15 + 7].item()
 
 
-@register("ex-03-even-kernel", CH03, "code", 10, ("even_attention", "even", "x"))
-def even_kernel(even_attention, even, x) -> CheckResult:
-    err = float((even_attention(x) - even(x)).abs().max())
-    if err > 1e-12:
-        return CheckResult(False, f"your attention layer differs from the 2x2 convolution by {err:.2e}")
+@register("ex-03-alpha-for-epsilon", CH03, "code", 10, ("alpha_min", "leak"), parts=(("alpha_min", 1), ("leak", 1)))
+def alpha_for_epsilon(alpha_min, leak) -> list[CheckResult]:
+    smallest = next(a for a in range(1, 100) if off_target_mass_bound(a) < 1e-3)
+    a = as_whole_number(alpha_min)
+    if a is None:
+        first = CheckResult(False, f"expected a whole number, received {describe(alpha_min)}", "alpha_min")
+    elif off_target_mass_bound(a) >= 1e-3:
+        first = CheckResult(False, f"received alpha_min = {a}, whose bound is not below 1e-3", "alpha_min")
+    elif a != smallest:
+        first = CheckResult(False, f"received alpha_min = {a}, but a smaller integer already works", "alpha_min")
+    else:
+        first = CheckResult(True, "smallest α found", "alpha_min")
+    truth = _true_leak(smallest)
+    value = as_array(leak)
+    if value is None or value.size != 1:
+        second = CheckResult(False, f"expected one number, received {describe(leak)}", "leak")
+    elif abs(float(value.reshape(())) - truth) > 1e-3 * truth + 1e-9:
+        second = CheckResult(False, f"received a measured leak of {float(value.reshape(())):.3e}; expected the "
+                                    "mass off the centre pixel of the head with the smallest α", "leak")
+    else:
+        second = CheckResult(True, "the measured leak is under the bound", "leak")
+    return [first, second]
+
+
+def _even_context(seed: int) -> dict:
+    with seeded(seed):
+        even = torch.nn.Conv2d(3, 2, kernel_size=2, dtype=torch.float64)
+    return {"even": even, "x": torch.randn(2, 3, 6, 5, dtype=torch.float64, generator=generator(seed + 1))}
+
+
+def _even_probe(ns) -> dict:
+    layer = ns["even_attention"]
+    return {"attention_out": layer(ns["x"]), "layer_type": type(layer).__name__}
+
+
+@register("ex-03-even-kernel", CH03, "code", 10, ("attention_out", "layer_type"), given=("even", "x"),
+          context=_even_context, probe=_even_probe, needs=("even_attention",), written=1)
+def even_kernel(attention_out, layer_type, even, x) -> CheckResult:
+    if layer_type != "ConvAsAttention":
+        return CheckResult(False, f"expected the attention layer that conv_to_mhsa returns, received a {layer_type}")
+    expected = even(x)
+    ok, err, tol = close(attention_out, expected)
+    if not ok:
+        return CheckResult(False, f"on other inputs your attention layer differs from the 2x2 convolution by "
+                                  f"{err:.2e} (expected within {tol:.0e}), or its output is {describe(attention_out)}")
     return CheckResult(True, "the 2x2 convolution is four heads, one per tap")
 
 
-@register("ex-04-head-dim", CH04, "code", 10, ("too_small", "error", "cnn"))
-def head_dim_too_small(too_small, error, cnn) -> CheckResult:
-    taps = cnn.conv1.weight.detach().flatten(2).permute(2, 1, 0)  # (K², D_in, D_out): one matrix per tap
-    rank = int(torch.linalg.matrix_rank(taps.double()).max())
-    if not isinstance(error, ValueError):
-        return CheckResult(False, "expected the ValueError that conv_to_mhsa raises with head_dim=11, "
-                                  f"received {error!r}")
-    if f"rank {rank} > head_dim=11" not in str(error):
-        return CheckResult(False, f"the first layer's largest tap rank is {rank}; the error you caught says {error}")
-    if too_small is not (rank > 11):
-        return CheckResult(False, f"too_small should say whether rank {rank} exceeds 11; received {too_small!r}")
-    return CheckResult(True, f"a tap of rank {rank} cannot fit in 11-dimensional heads")
+def _as_bool(value) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    array = as_array(value)
+    if array is not None and array.size == 1 and array.dtype.kind == "b":
+        return bool(array.reshape(()))
+    return None
 
 
-@register("ex-04-finite-alpha-net", CH04, "code", 15, ("changed", "soft_logits", "cnn", "cnn_logits", "test_x",
-                                                     "some"))
-def finite_alpha_network(changed, soft_logits, cnn, cnn_logits, test_x, some) -> CheckResult:
-    from ...construct import convert_convolutions
-    from ...models.smallcnn import predict_logits
+@register("ex-04-head-dim", CH04, "code", 10, ("too_small", "error"), parts=(("error", 1), ("too_small", 1)),
+          written=1)
+def head_dim_too_small(too_small, error) -> list[CheckResult]:
+    # The first layer maps 12 channels to 24: a trained tap matrix has full rank 12 (with probability 1).
+    match = re.search(r"rank (\d+) > head_dim=11", getattr(error, "message", ""))
+    if getattr(error, "type", None) != "ValueError" or match is None:
+        first = CheckResult(False, "expected the ValueError that conv_to_mhsa raises with head_dim=11, received "
+                                   f"{describe(error)}", "error")
+    else:
+        first = CheckResult(True, f"the error names rank {match.group(1)}", "error")
+    flag = _as_bool(too_small)
+    if flag is None:
+        second = CheckResult(False, f"expected True or False, received {describe(too_small)}", "too_small")
+    elif not flag:
+        second = CheckResult(False, "received too_small = False, expected whether the largest tap rank exceeds 11",
+                             "too_small")
+    else:
+        second = CheckResult(True, "a tap of full rank cannot fit in 11-dimensional heads", "too_small")
+    return [first, second]
 
-    if not isinstance(changed, int) or not 0 <= changed <= len(some):
-        return CheckResult(False, f"expected a count of changed predictions between 0 and {len(some)}, "
-                                  f"received {changed!r}")
-    reference = predict_logits(convert_convolutions(cnn, alpha=8.0), test_x[some[:32]])
-    if soft_logits.shape != (len(some), reference.shape[1]) or \
-            not torch.allclose(soft_logits[:32], reference, rtol=0, atol=1e-4):
-        return CheckResult(False, "soft_logits are not the α = 8 network's logits on test_x[some]")
-    if not (soft_logits - cnn_logits[some]).abs().max() > 1e-6:
-        return CheckResult(False, "soft_logits equal the hard network's logits: α = 8 was not applied")
-    count = int((soft_logits.argmax(1) != cnn_logits[some].argmax(1)).sum())
-    if changed != count:
-        return CheckResult(False, f"your logits change {count} predictions, but changed = {changed}")
-    return CheckResult(True, f"{changed} of {len(some)} predictions change at α = 8")
+
+def _finite_alpha_context(seed: int) -> dict:
+    with seeded(seed):
+        cnn = SmallCNN(width=24).eval()
+    test_x, _ = synthetic_images(40, seed=int(seed) % 10_000 + 7)
+    return {"cnn": cnn, "test_x": test_x, "cnn_logits": predict_logits(cnn, test_x)}
+
+
+@register("ex-04-finite-alpha-net", CH04, "code", 15, ("changed", "soft_logits", "some"),
+          given=("cnn", "test_x", "cnn_logits"), context=_finite_alpha_context,
+          probe=lambda ns: {n: ns[n] for n in ("changed", "soft_logits", "some")},
+          needs=("changed", "soft_logits", "some"), parts=(("soft_logits", 1), ("changed", 1)), written=1)
+def finite_alpha_network(changed, soft_logits, some, cnn, test_x, cnn_logits) -> list[CheckResult]:
+    index = as_array(some)
+    if index is None or index.ndim != 1 or index.dtype.kind not in "iu" or len(index) == 0 or \
+            index.min() < 0 or index.max() >= len(test_x):
+        bad = CheckResult(False, f"expected `some` to be indices into test_x, received {describe(some)}")
+        return [CheckResult(False, bad.message, "soft_logits"), CheckResult(False, bad.message, "changed")]
+    index = torch.as_tensor(index, dtype=torch.long)
+    check_rows = index[:32]
+    reference = predict_logits(convert_convolutions(cnn, alpha=8.0), test_x[check_rows])
+    logits = as_array(soft_logits)
+    hard = cnn_logits[index]
+    if logits is None or logits.shape != tuple(hard.shape):
+        first = CheckResult(False, f"expected logits of shape {tuple(hard.shape)}, received {describe(soft_logits)}",
+                            "soft_logits")
+    elif not close(logits[:32], reference)[0] and not torch.allclose(torch.as_tensor(logits[:32]).double(),
+                                                                      reference.double(), atol=1e-4, rtol=0):
+        same_as_hard = torch.allclose(torch.as_tensor(logits).double(), hard.double(), atol=1e-6, rtol=0)
+        first = CheckResult(False, "received the hard network's logits: expected α = 8 to be applied" if same_as_hard
+                            else "received logits that are not the α = 8 network's logits on test_x[some]",
+                            "soft_logits")
+    else:
+        first = CheckResult(True, "the α = 8 network's logits", "soft_logits")
+    count = as_whole_number(changed)
+    truth = int((reference.argmax(1) != hard[:32].argmax(1)).sum())
+    if first.passed:
+        truth = int((torch.as_tensor(logits).argmax(1) != hard.argmax(1)).sum())
+    if count is None:
+        second = CheckResult(False, f"expected a whole number of predictions, received {describe(changed)}", "changed")
+    elif not first.passed or count != truth:
+        second = CheckResult(False, f"received changed = {count}; expected the number of predictions that α = 8 "
+                                    "changes", "changed")
+    else:
+        second = CheckResult(True, f"{count} of {len(index)} predictions change at α = 8", "changed")
+    return [first, second]
 
 
 register("ex-04-learned-is-richer", CH04, "conceptual", 15)(None)

@@ -4,64 +4,106 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import sympy as sp
 import torch
 
-from ...lightconv import LightweightConv1d, ProjectedConv1d
-from .core import CheckResult, register
+from ...attention import MultiHeadSelfAttention
+from ...composite import CompositeAttention
+from ...positional import RelativePositionBias
+from .core import CheckResult, as_array, as_whole_number, close, describe, register
+from .hidden import generator, seeded
 
 CH05 = "05_relative_positions_are_convolutions"
 
 
-@register("ex-05-clipped-width", CH05, "code", 10, ("equivalent", "clipped"))
-def clipped_width(equivalent, clipped) -> CheckResult:
-    if not isinstance(equivalent, ProjectedConv1d) or not isinstance(equivalent.conv, LightweightConv1d):
-        return CheckResult(False, f"expected the ProjectedConv1d that attention_to_lightconv returns, received "
-                                  f"{type(equivalent).__name__}")
-    width = equivalent.conv.kernel_size
-    if width != 19:
-        return CheckResult(False, f"your convolution has {width} taps; it must reach every offset of a 10-token "
-                                  "sequence")
-    generator = torch.Generator().manual_seed(5)
-    for n in (10, 7):
-        x = torch.randn(2, n, clipped.embed_dim, generator=generator, dtype=equivalent.conv.weight.dtype)
-        err = float((equivalent(x) - clipped(x)[0]).abs().max())
-        if err > 1e-10:
-            return CheckResult(False, f"on {n} tokens your convolution differs from the attention layer by {err:.1e}")
-    return CheckResult(True, "19 taps, constant tails beyond ±k, equal outputs on every length up to 10")
+def _clipped_context(seed: int) -> dict:
+    with seeded(seed):
+        clipped = MultiHeadSelfAttention(16, 4, positional=RelativePositionBias(4, max_distance=2),
+                                         content=False).double()
+    return {"clipped": clipped, "probe_seed": int(seed) + 1}
+
+
+def _clipped_probe(ns) -> dict:
+    """The student's convolution on sequences of 10, 7 and 3 tokens (hidden ones in the grader's sandbox)."""
+    equivalent = ns["equivalent"]
+    conv = getattr(equivalent, "conv", None)
+    dtype = getattr(getattr(conv, "weight", None), "dtype", torch.float64)
+    gen = generator(ns.get("probe_seed", 5))
+    inputs = [torch.randn(2, n, ns["clipped"].embed_dim, dtype=torch.float64, generator=gen) for n in (10, 7, 3)]
+    return {"types": [type(equivalent).__name__, type(conv).__name__],
+            "width": getattr(conv, "kernel_size", None),
+            "inputs": inputs, "outputs": [equivalent(x.to(dtype)) for x in inputs]}
+
+
+@register("ex-05-clipped-width", CH05, "code", 10, ("types", "width", "inputs", "outputs"), given=("clipped",),
+          context=_clipped_context, probe=_clipped_probe, needs=("equivalent",), parts=(("width", 1), ("outputs", 1)))
+def clipped_width(types, width, inputs, outputs, clipped) -> list[CheckResult]:
+    if list(types) != ["ProjectedConv1d", "LightweightConv1d"]:
+        bad = f"expected the ProjectedConv1d that attention_to_lightconv returns, received a {types[0]}"
+        return [CheckResult(False, bad, "width"), CheckResult(False, bad, "outputs")]
+    taps = as_whole_number(width)
+    first = CheckResult(taps == 19, "19 taps" if taps == 19 else
+                        f"received a convolution with {width} taps; expected one that reaches every offset of a "
+                        "10-token sequence", "width")
+    xs = [torch.as_tensor(as_array(x), dtype=torch.float64) for x in inputs]
+    if [tuple(x.shape[:2]) for x in xs] != [(2, 10), (2, 7), (2, 3)] or min(float(x.std()) for x in xs) < 0.5:
+        return [first, CheckResult(False, "the probe's inputs were altered", "outputs")]
+    for x, got in zip(xs, outputs):
+        ok, err, tol = close(got, clipped(x)[0])
+        if not ok:
+            return [first, CheckResult(False, f"on {x.shape[1]} random tokens your convolution differs from the "
+                                              f"attention layer by {err:.1e} (expected within {tol:.0e})", "outputs")]
+    return [first, CheckResult(True, "equal outputs on every length up to 10", "outputs")]
 
 
 @register("ex-05-alibi-self-weight", CH05, "proof", 15, ("self_weight",))
 def alibi_self_weight(self_weight) -> CheckResult:
-    try:
-        expr = sp.sympify(self_weight)
-    except (TypeError, sp.SympifyError) as err:
-        return CheckResult(False, f"expected a SymPy expression in m, received {self_weight!r} ({err})")
-    names = {s.name for s in expr.free_symbols}
+    if not isinstance(self_weight, sp.Basic):
+        return CheckResult(False, f"expected a SymPy expression in m, received {describe(self_weight)}")
+    names = {s.name for s in self_weight.free_symbols}
     if names != {"m"}:
         return CheckResult(False, f"expected an expression in the slope m only, received one in {sorted(names)}")
-    m = next(iter(expr.free_symbols))
+    m = next(iter(self_weight.free_symbols))
     for value in (0.25, 1.0, 3.0):
-        got = complex(expr.subs(m, value).evalf())
+        got = complex(self_weight.subs(m, value).evalf())
         truth = 1.0 / (1.0 + 2.0 * math.exp(-value) / (1.0 - math.exp(-value)))
         if abs(got.imag) > 1e-12 or abs(got.real - truth) > 1e-9:
-            return CheckResult(False, f"at m = {value} your expression gives {got.real:.6f}; sum the kernel over "
-                                      "every offset of an infinitely long sequence")
+            return CheckResult(False, f"received {self_weight}, which gives {got.real:.6f} at m = {value}; expected "
+                                      "the sum of the kernel over every offset of an infinitely long sequence")
     return CheckResult(True, "the self-weight is the closed form of the geometric kernel's centre tap")
 
 
-@register("ex-05-shaw-rank", CH05, "code", 10, ("shaw", "tokens", "kernel_logits", "rank"))
-def shaw_rank(shaw, tokens, kernel_logits, rank) -> CheckResult:
+def _shaw_context(seed: int) -> dict:
+    with seeded(seed):
+        shaw = CompositeAttention(16, 16, max_distance=3, content=False, fixed=False, query_dynamic=True,
+                                  bias=False).double()
+    tokens = torch.randn(1, 11, 16, dtype=torch.float64, generator=generator(seed + 1))
+    return {"shaw": shaw, "tokens": tokens, "n": tokens.shape[1]}
+
+
+@register("ex-05-shaw-rank", CH05, "code", 10, ("kernel_logits", "rank"), given=("shaw", "tokens"),
+          context=_shaw_context, probe=lambda ns: {"kernel_logits": ns["kernel_logits"], "rank": ns["rank"]},
+          needs=("kernel_logits", "rank"), parts=(("kernel_logits", 1), ("rank", 1)), written=1)
+def shaw_rank(kernel_logits, rank, shaw, tokens) -> list[CheckResult]:
     q, _, _ = shaw.project(tokens)
     truth = shaw.query_term.band(tokens.shape[1], q, None)[0, 0]
-    if not isinstance(kernel_logits, torch.Tensor) or kernel_logits.shape != truth.shape:
-        shape = tuple(kernel_logits.shape) if isinstance(kernel_logits, torch.Tensor) else type(kernel_logits).__name__
-        return CheckResult(False, f"expected head 0's kernel logits of shape {tuple(truth.shape)}, received {shape}")
-    if not torch.allclose(kernel_logits, truth, atol=1e-10):
-        return CheckResult(False, "your kernel logits are not head 0's band x_i W^D for this layer")
-    if rank != int(torch.linalg.matrix_rank(truth)):
-        return CheckResult(False, f"received rank {rank}; compute the rank of the {tuple(truth.shape)} matrix")
-    return CheckResult(True, f"rank {rank}: with D_h = 1 every token's kernel logits are a multiple of one vector")
+    logits = as_array(kernel_logits)
+    if logits is None or logits.shape != tuple(truth.shape):
+        first = CheckResult(False, f"expected head 0's kernel logits of shape {tuple(truth.shape)} (N, 2k+1), "
+                                   f"received {describe(kernel_logits)}", "kernel_logits")
+    else:
+        ok, err, tol = close(logits, truth)
+        first = CheckResult(ok, "head 0's band x_i W^D" if ok else
+                            f"received kernel logits that differ from head 0's band x_i W^D by {err:.1e} "
+                            f"(expected within {tol:.0e})", "kernel_logits")
+    expected = int(np.linalg.matrix_rank(truth.numpy()))
+    got = as_whole_number(rank)
+    second = CheckResult(got == expected, f"rank {expected}: with D_h = 1 every token's kernel logits are a multiple "
+                         "of one vector" if got == expected else
+                         f"received rank {describe(rank)}; expected the rank of the {tuple(truth.shape)} matrix",
+                         "rank")
+    return [first, second]
 
 
 register("ex-05-key-not-query", CH05, "conceptual", 10)(None)
