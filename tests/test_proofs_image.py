@@ -50,6 +50,14 @@ def test_lemma1_rejects_a_non_shift():
     assert not flipped.verified
 
 
+def test_display_is_typeset_maths_not_literal_dollars():
+    block = proofs.lemma1_block_identity()
+    shown = block._repr_html_()
+    assert "$$" not in shown and shown.count('<div class="math notranslate nohighlight">\\[') == 2
+    assert "\\operatorname{concat}" in shown and "✔ verified" in shown
+    assert "$$" not in block._repr_markdown_()
+
+
 def test_verified_is_computed_not_set():
     with pytest.raises(TypeError):
         ProofResult("c", "s", 0, "general", verified=True)  # type: ignore[call-arg]

@@ -109,3 +109,23 @@ def test_reach_figure_of_committed_records():
     fig = plot_reach(reaches, receptive_fields(build_model("resnet18", ResNetConfig(width=16))))
     assert len(fig.axes) == 3 and fig.axes[0].get_ylabel().startswith("mean attention distance")
     assert len(plot_reach(reaches).axes) == 2
+
+
+def test_folder_reach_reads_any_vision_run_folder(tmp_path):
+    from attnconv.reach import folder_reach
+
+    gauss = folder_reach(RESULTS / "cpu-quick-sa-quadratic")
+    assert gauss["kind"] == "gaussian" and gauss["step"] == 600 and len(gauss["trained"]) == 3
+    maps = folder_reach(RESULTS / "cpu-quick-sa-learned")
+    assert maps["kind"] == "maps" and maps["distance"].shape == (3, 9) and (maps["distance"] > 0).all()
+    cnn = folder_reach(RESULTS / "cpu-quick-resnet18")
+    assert cnn["kind"] == "cnn" and [f["rf"] for f in cnn["fields"]] == [11, 25, 53, 109]
+    unfinished = tmp_path / "unfinished"  # a run that has written centres but no provenance yet
+    unfinished.mkdir()
+    (unfinished / "centers.jsonl").write_text((RESULTS / "cpu-long-sa-quadratic" / "centers.jsonl").read_text())
+    with pytest.raises(ValueError, match="pass grid and block"):
+        folder_reach(unfinished)
+    partial = folder_reach(unfinished, grid=(16, 16), block=2)
+    assert partial["kind"] == "gaussian" and partial["step"] > 600
+    with pytest.raises(ValueError, match="holds no centres"):
+        folder_reach(tmp_path / "empty")

@@ -13,6 +13,7 @@ runs and architectures:
   one ``centers.jsonl`` snapshot; :func:`run_reach` for the first and last snapshot of a run.
 - :func:`query_map_distance`: the same distance from stored attention maps (``attention.npz``), for models
   whose attention is not a Gaussian (the learned encoding); it averages over the stored query pixels only.
+- :func:`folder_reach`: whichever of these fits a vision run folder (finished or not).
 - :func:`receptive_fields`: the theoretical receptive field of each stage of a
   :class:`~attnconv.models.resnet.ResNet`, in pixels (the side of the square of input pixels that can reach one
   output), from its own convolutions.
@@ -23,7 +24,10 @@ The two measures differ in kind: a receptive field is the most a unit *can* see,
 
 from __future__ import annotations
 
+import json
 import math
+import os
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -32,7 +36,8 @@ from torch import Tensor, nn
 
 from .positional.base import relative_offsets
 
-__all__ = ["gaussian_probs", "layer_reach", "mean_distance", "query_map_distance", "receptive_fields", "run_reach"]
+__all__ = ["folder_reach", "gaussian_probs", "layer_reach", "mean_distance", "query_map_distance", "receptive_fields",
+           "run_reach"]
 
 
 def gaussian_probs(centers: Tensor, precision: Tensor, grid: Sequence[int]) -> Tensor:
@@ -141,3 +146,39 @@ def receptive_fields(model: nn.Module) -> list[dict[str, int]]:
             grow(block.conv2)
         out.append({"stage": stage, "rf": rf, "jump": jump, "blocks": n})
     return out
+
+
+def folder_reach(folder: str | os.PathLike, grid: Sequence[int] | None = None, block: int | None = None
+                 ) -> dict[str, Any]:
+    """How far the model of a vision run folder looks, from whatever the folder holds.
+
+    - a Gaussian model (``centers.jsonl``): ``{"kind": "gaussian", **run_reach(...)}``, start and end;
+    - another attention model (``attention.npz`` only): ``{"kind": "maps", "distance": (L, N_h)}`` at the end,
+      from the stored query pixels (:func:`query_map_distance`);
+    - a ResNet: ``{"kind": "cnn", "fields": receptive_fields(...)}``, built from the recorded config.
+
+    ``grid`` and ``block`` are read from ``provenance.json``; an unfinished run has none, so pass them.
+
+    Raises:
+        ValueError: the folder holds none of these, or ``grid``/``block`` are needed and missing.
+    """
+    from .models import ResNetConfig, build_model
+    from .train.runs import ATTENTION_FILE, CENTERS_FILE, PROVENANCE_FILE, read_jsonl
+
+    folder = Path(folder)
+    prov = json.loads((folder / PROVENANCE_FILE).read_text()) if (folder / PROVENANCE_FILE).is_file() else None
+    if prov is not None and prov["config"]["model"] == "resnet18":
+        resnet = ResNetConfig(**prov["config"]["resnet"])
+        return {"kind": "cnn", "fields": receptive_fields(build_model("resnet18", resnet))}
+    if prov is not None:
+        sa = prov["config"]["sa"]
+        grid, block = (sa["image_size"] // sa["block"],) * 2, sa["block"]
+    centers = read_jsonl(folder / CENTERS_FILE)
+    if (centers or (folder / ATTENTION_FILE).is_file()) and (grid is None or block is None):
+        raise ValueError(f"{folder} has no provenance.json: pass grid and block (from the run's config)")
+    if centers:
+        return {"kind": "gaussian", **run_reach(centers, grid, block)}
+    if (folder / ATTENTION_FILE).is_file():
+        with np.load(folder / ATTENTION_FILE) as npz:
+            return {"kind": "maps", "distance": query_map_distance(npz["query_maps"], npz["queries"], block)}
+    raise ValueError(f"{folder} holds no centres, attention maps or ResNet config to measure")

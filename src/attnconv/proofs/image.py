@@ -29,7 +29,7 @@ from typing import Callable
 
 import sympy as sp
 
-from ._symbolic import alpha, pull_sums, sum_simplify
+from ._symbolic import alpha, hard_limits, pull_sums, sum_simplify
 from .limit import axis_limit, decide_conditions, encoding_logit, gap_lemma, nonnegative
 from .rank import rank_bound, rank_condition, rank_counterexample  # noqa: F401  (Theorem 1's step; kept here for callers)
 from .result import ProofResult, combine, verify_equal
@@ -315,10 +315,12 @@ def _padded_conv(dims: int, *, offset: sp.Expr = 0, sign: int = -1, strided: boo
 def unpadded_boundary_refutation() -> ProofResult:
     """Without padding, the construction fails at the border, derived from the logit: at the query q = 0 the head
     for the tap Δ = -1 - n (n ≥ 0) sees only the keys 0..H-1 (H symbolic). Over those keys the logit is largest at
-    key 0 and every key 1 + m (m ≥ 0) is at least 3α below it, so the limit reads X_0; the zero-padded convolution
-    reads X̃_{-1-n} = 0. The residual X_0 is not zero: the refutation holds for every H and every such tap."""
+    key 0 and every key 1 + m (m ≥ 0) is at least 3α below it, so the limit is one-hot on key 0 and the head reads
+    X_0; the zero-padded convolution reads X̃_{-1-n}, which is 0 because -1-n lies outside 0..H-1. The residual
+    X_0 is not zero: the refutation holds for every H and every such tap."""
     n, m = sp.symbols("n m", integer=True, nonnegative=True)
     key, i = sp.symbols("k i", **_int)
+    height = sp.Symbol("H", **_pos_int)
     target = -1 - n
     logit = encoding_logit([key], [target])
     margin = sp.expand((logit.subs(key, 0) - logit.subs(key, 1 + m)) / alpha) - 3
@@ -326,12 +328,13 @@ def unpadded_boundary_refutation() -> ProofResult:
                       "ℓ(0) - ℓ(1 + m) ≥ 3α for every m ≥ 0 when the target is -1 - n",
                       sp.Integer(0) if nonnegative(margin) else margin, scope="general", variables=("n", "m", "α"))
     x = sp.IndexedBase("X")
-    head_reads = x[0, i]  # the limit of hard_limits with the gap above: weight 1 on key 0
-    padded_conv_reads = sp.Integer(0)  # X̃_{-1-n}: a padded zero
+    weight = hard_limits(-1, 1)[0] * sp.KroneckerDelta(key, 0)  # the squeeze with the gap above: 1 on key 0
+    head = decide_conditions(sp.Sum(weight * x[key, i], (key, 0, height - 1)).doit())
+    padded = sp.Piecewise((x[target, i], (target >= 0) & (target <= height - 1)), (0, True))  # X̃_{-1-n}
     return ProofResult("without padding, a border head reads the nearest pixel (refutation)",
                        "at q = 0, tap Δ = -1 - n: MHSA reads X_0, the zero-padded convolution reads 0",
-                       head_reads - padded_conv_reads, scope="general", variables=("H", "n", "α"),
-                       steps=(gap,))
+                       sp.piecewise_fold(head - decide_conditions(padded)), scope="general",
+                       variables=("H", "n", "α"), steps=(gap,))
 
 
 def theorem1(offset: sp.Expr = 0, sign: int = -1, padded: bool = True) -> ProofResult:

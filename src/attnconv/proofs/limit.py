@@ -66,7 +66,8 @@ def nonnegative(expr: sp.Expr) -> bool:
 
 def decide_conditions(expr: sp.Expr) -> sp.Expr:
     """Replace each inequality a ≤ b in ``expr`` (e.g. a ``Piecewise`` condition) by True when b - a is provably
-    nonnegative (:func:`nonnegative`), so a sum over a symbolic key range collapses when its target is in range."""
+    nonnegative (:func:`nonnegative`), and, for integers, by False when a - b - 1 is; so a sum over a symbolic key
+    range collapses when its target is in range, and a zero-padded pixel outside the image reads zero."""
 
     def rule(rel: sp.Rel) -> sp.Basic:
         if isinstance(rel, (sp.LessThan, sp.StrictLessThan)):
@@ -76,7 +77,11 @@ def decide_conditions(expr: sp.Expr) -> sp.Expr:
         else:
             return rel
         strict = isinstance(rel, (sp.StrictLessThan, sp.StrictGreaterThan))
-        return sp.true if nonnegative(large - small - (1 if strict else 0)) else rel
+        if nonnegative(large - small - (1 if strict else 0)):
+            return sp.true
+        if (large - small).is_integer and nonnegative(small - large - (0 if strict else 1)):
+            return sp.false  # integers: small ≥ large + 1 (or ≥ large when strict) refutes it
+        return rel
 
     return expr.replace(lambda e: isinstance(e, sp.Rel), rule)
 
