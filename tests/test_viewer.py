@@ -232,7 +232,11 @@ def test_exercise_checks_print_no_autograd_warning():
         warnings.simplefilter("always")
         verify("ex-01-one-by-one", as_matmul=as_matmul, x=x, pointwise=pointwise)
     assert not [w for w in caught if issubclass(w.category, UserWarning)], [str(w.message) for w in caught]
-    with warnings.catch_warnings(record=True) as caught:  # the same check run outside verify does warn
+    with warnings.catch_warnings(record=True) as caught:  # the check itself reads detached copies
         warnings.simplefilter("always")
         assert EXERCISES["ex-01-one-by-one"].check(as_matmul=as_matmul, x=x, pointwise=pointwise).passed
+    assert not [w for w in caught if issubclass(w.category, UserWarning)], [str(w.message) for w in caught]
+    with warnings.catch_warnings(record=True) as caught:  # control: the capture does see the warning it guards
+        warnings.simplefilter("always")
+        float(as_matmul.sum())
     assert any("requires_grad" in str(w.message) for w in caught)
