@@ -62,18 +62,21 @@ book: $(STAMP) $(VENDOR)/.complete
 
 test: test-lib test-notebooks test-course test-book
 
+# pytest-xdist: XDIST="-n 2" runs two workers (the default: a 2-core machine's both cores); XDIST= runs serially.
+XDIST ?= -n 2
+
 test-lib: $(STAMP)
-	$(BIN)/python -m pytest tests --ignore=tests/book --ignore=tests/course -q
+	$(BIN)/python -m pytest tests --ignore=tests/book --ignore=tests/course -q $(XDIST)
 
 test-notebooks: $(STAMP)
-	$(BIN)/python -m pytest --nbval-lax --nbval-current-env notebooks -q
+	$(BIN)/python -m pytest --nbval-lax --nbval-current-env notebooks -q $(if $(XDIST),$(XDIST) --dist loadfile)
 
 test-book: book browser
 	$(BIN)/python -m pytest tests/book -q
 
 # Both editions of every chapter, executed and graded: full marks for the worked one, zero for the student one.
 test-course: $(STAMP)
-	$(BIN)/python -m pytest tests/course -q
+	$(BIN)/python -m pytest tests/course -q $(XDIST)
 
 student: $(STAMP)
 	$(BIN)/python -m attnconv.course.student --out student

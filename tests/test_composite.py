@@ -20,6 +20,8 @@ f64 = dict(dtype=torch.float64)
 def _reference(layer: CompositeAttention, x, mask=None):
     """The composite logits written out with (N, N, D_h) embedding gathers (the textbook formula)."""
     n = x.shape[1]
+    if mask is not None:  # a padded token reads as zeros
+        x = x.masked_fill(mask[..., None], 0.0)
     q, k, v = layer.project(x)
     pos = torch.arange(n)
     delta = pos[None, :] - pos[:, None]

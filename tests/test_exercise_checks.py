@@ -63,8 +63,17 @@ def test_padding_check_recomputes_the_gap():
     pad[1, 7:] = True
     with torch.no_grad():
         gap = (tiny(ids, padding_mask=pad)[1, :7] - tiny(ids[1:, :7])[0]).abs().max().item()
+    assert gap < 1e-4  # agreement to rounding; whether the rounding is exactly 0 depends on the CPU's kernels
     assert _run("ex-07-padding", dict(gap=gap, tiny=tiny, ids=ids, pad=pad)).passed
     assert not _run("ex-07-padding", dict(gap=gap + 1e-5, tiny=tiny, ids=ids, pad=pad)).passed  # not the model's
-    if gap > 0:  # float32 rounding may differ between the padded and the unpadded pass (not on every CPU)
-        assert not _run("ex-07-padding", dict(gap=0.0, tiny=tiny, ids=ids, pad=pad)).passed  # typed-in 0
+    assert not _run("ex-07-padding", dict(gap=0.5, tiny=tiny, ids=ids, pad=pad)).passed  # a typed-in wrong gap
     assert not _run("ex-07-padding", dict(gap=gap, tiny=tiny, ids=ids, pad=torch.zeros_like(pad))).passed
+
+    def leaky(input_ids, padding_mask=None):  # a model that ignores the mask: padding changes real tokens
+        return tiny(input_ids)
+
+    with torch.no_grad():
+        leak = (leaky(ids, padding_mask=pad)[1, :7] - leaky(ids[1:, :7])[0]).abs().max().item()
+    assert leak > 1e-3  # a real difference, far above rounding on any machine
+    assert not _run("ex-07-padding", dict(gap=0.0, tiny=leaky, ids=ids, pad=pad)).passed  # typed-in 0 is caught
+    assert not _run("ex-07-padding", dict(gap=leak, tiny=leaky, ids=ids, pad=pad)).passed  # and a leak fails

@@ -238,7 +238,7 @@ def test_forward_bad_input(call, message):
 def test_apply_band_bad_input():
     with pytest.raises(ValueError, match="not divisible by the band's 3 heads"):
         apply_band(torch.randn(1, 4, 4), torch.randn(1, 3, 4, 3))
-    with pytest.raises(ValueError, match="kernel_size must be odd"):
+    with pytest.raises(ValueError, match="band.s last dim K .without padding_l. must be odd"):
         apply_band(torch.randn(1, 4, 4), torch.randn(1, 2, 4, 2))
     with pytest.raises(ValueError, match="band must be"):
         apply_band(torch.randn(1, 4, 4), torch.randn(1, 2, 3, 3))

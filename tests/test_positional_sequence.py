@@ -198,7 +198,7 @@ def test_plugs_into_multihead_attention(positional):
     fused, _ = layer(x, key_padding_mask=mask)
     slow, probs = layer(x, key_padding_mask=mask, need_weights=True)
     torch.testing.assert_close(fused, slow, rtol=0, atol=1e-12)
-    q, k, _ = layer.project(x)
+    q, k, _ = layer.project(x.masked_fill(mask[..., None], 0.0))  # a padded token reads as zeros
     expected = q @ k.transpose(-1, -2) / 2.0 + positional((10,), q, k)
     expected = torch.softmax(expected.masked_fill(mask[:, None, None, :], float("-inf")), -1)
     torch.testing.assert_close(probs, expected, rtol=0, atol=1e-12)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 
@@ -20,7 +21,13 @@ def positive_int(name: str, value: object) -> int:
 
 def int_tuple(name: str, value: int | Sequence[int], dims: int, minimum: int) -> tuple[int, ...]:
     """Expand an int or a length-``dims`` sequence to a tuple of ints, each ``>= minimum``."""
-    values = (value,) * dims if isinstance(value, int) and not isinstance(value, bool) else tuple(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        values = (value,) * dims
+    else:
+        try:
+            values = tuple(value)
+        except TypeError:  # a float, None, ...: not a sequence
+            values = ()
     if len(values) != dims or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
         raise ValueError(f"{name} must be an int or a sequence of {dims} ints, got {value!r}")
     if any(v < minimum for v in values):
@@ -63,3 +70,54 @@ def floating_input(name: str, x: object, dtype: "torch.dtype") -> None:
     if x.dtype != dtype and not torch.is_autocast_enabled(x.device.type):
         raise TypeError(f"{name} has dtype {x.dtype} but the module's parameters are {dtype}: convert one of "
                         f"them (module.to({x.dtype}) or x.to({dtype}))")
+
+
+def real_number(name: str, value: object) -> float:
+    """Return ``value`` as a float if it is a finite real number (an int or a float, not a ``bool`` or a string).
+
+    Raises ``TypeError`` for another type and ``ValueError`` for NaN or an infinity.
+    """
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number (int or float), got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return value
+
+
+def probability(name: str, value: object) -> float:
+    """Return ``value`` if it is a real number in [0, 1) (a dropout rate), else raise ``TypeError``/``ValueError``."""
+    p = real_number(name, value)
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+    return p
+
+
+def positive_real(name: str, value: object) -> float:
+    """Return ``value`` if it is a finite real number > 0, else raise ``TypeError``/``ValueError``."""
+    x = real_number(name, value)
+    if not x > 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    return x
+
+
+class NonFiniteResultError(ValueError):
+    """A finite input would give NaN or inf in the module's dtype (an overflow): the result is refused, not returned.
+
+    Training loops stop on it as on a non-finite loss."""
+
+
+def check_finite_result(name: str, out: "torch.Tensor", x: "torch.Tensor", what: str) -> None:
+    """Raise :class:`NonFiniteResultError` if ``out`` holds NaN or inf while the input ``x`` (named ``name``) is
+    finite: ``what`` overflowed the dtype. One reduction over ``out`` when it is finite."""
+    import torch
+
+    if out.numel() == 0 or bool(torch.isfinite(out).all()):
+        return
+    if bool(torch.isfinite(x).all()):
+        scale = float(x.detach().abs().amax())
+        raise NonFiniteResultError(
+            f"{name} is finite (largest |{name}| = {scale:.3g}) but {what} overflow {x.dtype}: scale {name} down or "
+            f"use a wider dtype")

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from ._checks import positive_int
 from .taps import masked_softmax, tap_mask
 from .models.bert import composite_layers
 from .positional.base import relative_offsets
@@ -84,6 +85,7 @@ def head_shift(probs: Tensor, grid: Sequence[int]) -> HeadShift:
 
 def kernel_coverage(shifts: Sequence[HeadShift], kernel_size: int, min_mass: float = 0.5) -> dict[tuple[int, int], bool]:
     """Which shifts of a centred ``kernel_size`` x ``kernel_size`` grid some head attends to with at least ``min_mass``."""
+    positive_int("kernel_size", kernel_size)
     r = kernel_size // 2
     found = {s.shift for s in shifts if s.mass >= min_mass}
     return {(a, b): (a, b) in found for a in range(-r, r + 1) for b in range(-r, r + 1)}

@@ -10,8 +10,9 @@ and the layer concatenates the heads and projects them:
     MHSA(X) = concat_h[SA^(h)(X)] W_out + b_out                                (N x D_out).
 
 P^(h) is an optional relative-position term from :mod:`attnconv.positional` and M is -inf on padded keys.
-A padded token's key and value are set to zero after the projections, so nothing it holds (not even NaN) reaches
-an unpadded token's output; its own output (a padded query) is computed as in ``torch.nn.MultiheadAttention``.
+A padded token reads as zeros before the projections, and its key and value are zero after them, so nothing it
+holds (not even NaN or inf) reaches an unpadded token's output or, in the backward pass, a parameter's gradient.
+Its own output (a padded query) is that of ``torch.nn.MultiheadAttention`` on the input with padding zeroed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import floating_input, positive_int
+from ._checks import check_finite_result, floating_input, positive_int, probability
 from .taps import masked_softmax, softmax_fp32
 from .positional.base import PositionalLogits
 
@@ -53,6 +54,19 @@ def attend_factorized(axes: list[Tensor], v: Tensor, grid: tuple[int, ...]) -> T
         p = axes[axis][None, :, None]  # (1, N_h, 1, L_a, L_a)
         out = p @ out.reshape(b, heads, before, grid[axis], after)  # (B, N_h, before, L_a, after)
     return out.reshape(b, heads, n, d)
+
+
+def probs_like(probs: Tensor, v: Tensor) -> Tensor:
+    """Probabilities normalised in float32 (:func:`~attnconv.taps.softmax_fp32`) back in the values' dtype, so that
+    a float16 module multiplies float16 by float16; under autocast the matmul picks the dtype itself."""
+    if probs.dtype == v.dtype or torch.is_autocast_enabled(v.device.type):
+        return probs
+    return probs.to(v.dtype)
+
+
+def _wide(t: Tensor) -> Tensor:
+    """``t`` in float32 if it is float16 (whose range ends at 65504), else ``t`` itself."""
+    return t.float() if t.dtype == torch.float16 else t
 
 
 class MultiHeadSelfAttention(nn.Module):
@@ -112,9 +126,7 @@ class MultiHeadSelfAttention(nn.Module):
             head_dim = embed_dim // num_heads
         self.head_dim = positive_int("head_dim", head_dim)
         self.out_dim = positive_int("out_dim", embed_dim if out_dim is None else out_dim)
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
-        self.dropout = dropout
+        self.dropout = probability("dropout", dropout)
         if positional is not None:
             if not isinstance(positional, PositionalLogits):
                 raise ValueError(f"positional must be a PositionalLogits module or None, got {type(positional)}")
@@ -144,6 +156,8 @@ class MultiHeadSelfAttention(nn.Module):
     @classmethod
     def from_torch(cls, mha: nn.MultiheadAttention) -> "MultiHeadSelfAttention":
         """A layer with the weights of a ``torch.nn.MultiheadAttention`` (same outputs for self-attention)."""
+        if not isinstance(mha, nn.MultiheadAttention):
+            raise TypeError(f"mha must be a torch.nn.MultiheadAttention, got {type(mha).__name__}")
         if not mha._qkv_same_embed_dim or mha.bias_k is not None or mha.add_zero_attn:
             raise ValueError("mha must use one embed_dim for q, k, v, and no bias_k/bias_v or add_zero_attn")
         layer = cls(mha.embed_dim, mha.num_heads, bias=mha.in_proj_bias is not None, dropout=mha.dropout)
@@ -178,8 +192,8 @@ class MultiHeadSelfAttention(nn.Module):
         ``pad`` is an additive mask ``(B, 1, 1, N)`` (0 or -inf) from :meth:`padding_bias`.
         """
         terms = []
-        if self.content:
-            terms.append(q @ k.transpose(-2, -1) / math.sqrt(self.head_dim))
+        if self.content:  # float16 products overflow at |q||k| > 65504: they are taken in float32
+            terms.append(_wide(q) @ _wide(k).transpose(-2, -1) / math.sqrt(self.head_dim))
         if self.positional is not None:
             terms.append(self.positional(grid, q, k))
         if pad is not None:
@@ -230,7 +244,17 @@ class MultiHeadSelfAttention(nn.Module):
         Returns:
             ``(out, probs)``: ``out`` is ``(B, N, D_out)`` or ``(B, H, W, D_out)``; ``probs`` is
             ``(B, N_h, N, N)`` if ``need_weights`` else ``None``.
+
+        Raises:
+            NonFiniteResultError: (a ``ValueError``) ``x`` is finite but the logits or the output overflow its dtype
+                (float32 inputs near 1e20, for example); float16 logits are computed in float32 and do not.
         """
+        out, probs = self._attend(x, key_padding_mask, need_weights)
+        check_finite_result("x", out, x, "the attention logits or outputs")
+        return out, probs
+
+    def _attend(self, x: Tensor, key_padding_mask: Tensor | None, need_weights: bool
+                ) -> tuple[Tensor, Tensor | None]:
         grid = self.check_input(x)
         pad = None if key_padding_mask is None else self.padding_bias(key_padding_mask, x.shape, x.dtype)
         if x.shape[0] == 0:  # an empty batch: nothing to attend over, an empty output
@@ -238,6 +262,8 @@ class MultiHeadSelfAttention(nn.Module):
             n = math.prod(grid)
             return out, (x.new_zeros(0, self.num_heads, n, n) if need_weights else None)
         tokens = x.reshape(x.shape[0], -1, self.embed_dim)  # (B, N, C)
+        if key_padding_mask is not None:  # not a product with the mask: 0 * NaN would still be NaN in backward
+            tokens = tokens.masked_fill(key_padding_mask.reshape(tokens.shape[:2])[..., None], 0.0)
         q, k, v = self.project(tokens)  # (B, N_h, N, D_h) each
         if key_padding_mask is not None:
             k, v = self.zero_padded(k, v, key_padding_mask)
@@ -259,6 +285,7 @@ class MultiHeadSelfAttention(nn.Module):
         logits = self.logits(grid, q, k, pad)  # (N_h, N, N) or (B, N_h, N, N)
         # A padded query may see no key at all (a window or causal mask plus padding): zeros, not NaN, there.
         probs = masked_softmax(logits) if pad is not None else softmax_fp32(logits, dim=-1)
+        probs = probs_like(probs, v)
         attended = F.dropout(probs, p_drop) if p_drop else probs
         heads = attended @ v  # broadcasts a batch-free (N_h, N, N) over the batch: computed once
         out = self.merge_heads(heads, grid)

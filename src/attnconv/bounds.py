@@ -21,25 +21,51 @@ bound is attained (to within rounding) by one head whose query token is the nega
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Sequence
 
 import torch
 from torch import Tensor, nn
 
+from ._checks import int_at_least
+
 __all__ = [
     "AlphaSweep", "alpha_sweep", "conv_error_bound", "gaussian_tail_sum", "off_target_mass_bound", "theta",
 ]
 
 
+DIRECT_TERMS = 100_000  # beyond this many terms, θ is summed in closed form instead of term by term
+
+
 def _tail(alpha: float, max_offset: int | None) -> float:
-    """θ(α) - 1 = 2 Σ_{n ≥ 1} e^{-α n²}, summed directly (no cancellation when it is tiny)."""
+    """θ(α) - 1 = 2 Σ_{n ≥ 1} e^{-α n²}, summed directly (no cancellation when it is tiny).
+
+    When more than ``DIRECT_TERMS`` terms count (α below about 1e-7), the full sum comes from Jacobi's identity
+    θ(α) = sqrt(π/α) θ(π²/α), whose series converges at once, and a sum cut at ``max_offset`` = M from
+    Euler-Maclaurin: Σ_{n=1..M} f(n) = ∫_0^M f + (f(M) - 1)/2 + f'(M)/12 + O(α²) for f(x) = e^{-αx²}.
+    Either way the cost is bounded, whatever α > 0.
+    """
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
+        raise TypeError(f"alpha must be a real number, got {type(alpha).__name__} {alpha!r}")
     if not alpha > 0:
         raise ValueError(f"alpha must be > 0, got {alpha!r}")
+    if max_offset is not None:
+        int_at_least("max_offset (or None)", max_offset, 0)
+    if math.isinf(alpha):
+        return 0.0
     reach = int(math.ceil(math.sqrt(800.0 / alpha))) + 1  # later terms are below e^{-800}: zero in float64
     if max_offset is not None:
         reach = min(reach, max_offset)
-    return 2.0 * sum(math.exp(-alpha * n * n) for n in range(reach, 0, -1))
+    if reach <= DIRECT_TERMS:
+        return 2.0 * sum(math.exp(-alpha * n * n) for n in range(reach, 0, -1))
+    if reach == max_offset:  # Σ_{n=1..M} f(n) = ∫_0^M f + (f(M) - f(0))/2 + (f'(M) - f'(0))/12, f'(0) = 0
+        m = float(reach)
+        f_m = math.exp(-alpha * m * m)
+        integral = 0.5 * math.sqrt(math.pi / alpha) * math.erf(m * math.sqrt(alpha))
+        return 2.0 * (integral + (f_m - 1.0) / 2 - alpha * m * f_m / 6)
+    dual = sum(math.exp(-math.pi**2 * k * k / alpha) for k in range(1, 4))  # e^{-π²/α} < e^{-1e7}: zero here
+    return math.sqrt(math.pi / alpha) * (1.0 + 2.0 * dual) - 1.0
 
 
 def theta(alpha: float, max_offset: int | None = None) -> float:

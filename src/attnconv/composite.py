@@ -33,9 +33,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import int_at_least, positive_int
-from .attention import MultiHeadSelfAttention
-from .lightconv import DepthwiseSeparableConv1d, masked_softmax, odd_kernel_size
+from ._checks import check_finite_result, int_at_least, positive_int
+from .attention import MultiHeadSelfAttention, probs_like
+from .lightconv import ACTIVATIONS, DepthwiseSeparableConv1d, masked_softmax, odd_kernel_size
 from .taps import softmax_fp32
 from .positional.base import PositionalLogits
 from .positional.sequence import (
@@ -290,6 +290,8 @@ class CompositeAttention(MultiHeadSelfAttention):
         self.max_length = positive_int("max_length", max_length)
         self.query_chunk = None if query_chunk is None else positive_int("query_chunk", query_chunk)
         kernel_sizes = self._kernel_sizes(conv_kernel_size)
+        if conv_activation not in ACTIVATIONS:
+            raise ValueError(f"conv_activation must be one of {ACTIVATIONS}, got {conv_activation!r}")
         self.conv_activation = conv_activation
         self.conv_groups = None if conv_groups is None else positive_int("conv_groups", conv_groups)
         self.mixed_projections = bool(mixed_projections)
@@ -316,7 +318,7 @@ class CompositeAttention(MultiHeadSelfAttention):
         else:
             sizes = dict.fromkeys(CONV_PROJECTIONS, conv_kernel_size)
         for size in sizes.values():
-            odd_kernel_size(size)
+            odd_kernel_size(size, "conv_kernel_size")
         return sizes
 
     def _value_branch(self, on: bool, kernel_size: int | None, default: int | Mapping[str, int], bias: bool,
@@ -330,7 +332,7 @@ class CompositeAttention(MultiHeadSelfAttention):
             if isinstance(default, Mapping):
                 raise ValueError("value_conv_kernel_size is needed when conv_kernel_size is a mapping")
             kernel_size = default
-        odd_kernel_size(kernel_size)
+        odd_kernel_size(kernel_size, "value_conv_kernel_size" if kernel_size is not default else "conv_kernel_size")
         inner = self.num_heads * self.head_dim
         conv = nn.Conv1d(inner, inner, kernel_size, padding=kernel_size // 2, groups=inner, bias=bool(bias))
         if scale == "zero":
@@ -388,13 +390,23 @@ class CompositeAttention(MultiHeadSelfAttention):
 
         Returns:
             ``(out, probs)``: ``out`` is ``(B, N, D_out)``; ``probs`` is ``(B, N_h, N, N)`` or ``None``.
+
+        Raises:
+            NonFiniteResultError: (a ``ValueError``) ``x`` is finite but the logits or the output overflow its
+                dtype; float16 logits are computed in float32 and do not.
         """
+        out, probs = self._attend_composite(x, key_padding_mask, need_weights)
+        check_finite_result("x", out, x, "the attention logits or outputs")
+        return out, probs
+
+    def _attend_composite(self, x: Tensor, key_padding_mask: Tensor | None, need_weights: bool
+                          ) -> tuple[Tensor, Tensor | None]:
         n = self._check_input(x)
         pad = None if key_padding_mask is None else self.padding_bias(key_padding_mask, x.shape, x.dtype)
         if x.shape[0] == 0:  # an empty batch: an empty output
             return MultiHeadSelfAttention.forward(self, x, key_padding_mask, need_weights)
-        if pad is not None and self.conv_projections:
-            x = x.masked_fill(key_padding_mask[..., None], 0.0)  # padding reads as a convolution's zero padding
+        if pad is not None:  # padding reads as zeros (a convolution's zero padding); NaN reaches no gradient
+            x = x.masked_fill(key_padding_mask[..., None], 0.0)
         q, k, v = self.project(x)  # (B, N_h, N, D_h), or None when unused
         if pad is not None:
             k, v = self.zero_padded(k, v, key_padding_mask)  # nothing a padded token holds reaches the others
@@ -407,6 +419,9 @@ class CompositeAttention(MultiHeadSelfAttention):
         for term in self.terms:
             band = term.band(n, q, k)  # (N_h, 1, 2k+1) or (B, N_h, N, 2k+1)
             bands[term.frame] = band if term.frame not in bands else bands[term.frame] + band
+        if x.dtype == torch.float16:  # logits in float32: float16 overflows at 65504
+            q, kt = (None if t is None else t.float() for t in (q, kt))
+            bands = {frame: band.float() for frame, band in bands.items()}
         index = relative_index(n, self.max_distance, device=x.device)  # (N, N), shared by every term and chunk
         chunk = self.query_chunk or max(64, CHUNK_LOGITS // (x.shape[0] * self.num_heads * n))
         starts = range(0, n, chunk)
@@ -422,7 +437,7 @@ class CompositeAttention(MultiHeadSelfAttention):
             rows = slice(start, min(start + chunk, n))
             chunk_bands = {"query": query_chunk, "key": bands.get("key")}
             logits = self._chunk_logits(rows, n, q_chunk, kt, chunk_bands, index[rows], pad)  # (B or 1, N_h, T, N)
-            probs = softmax(logits, dim=-1)
+            probs = probs_like(softmax(logits, dim=-1), v)
             attended = F.dropout(probs, p_drop) if p_drop else probs
             heads.append(attended @ v)  # (B, N_h, T, D_h)
             if need_weights:

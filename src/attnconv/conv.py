@@ -34,9 +34,12 @@ def shift(x: Tensor, delta: int | Sequence[int]) -> Tensor:
     Returns:
         A tensor of the same shape, dtype and device as ``x``.
     """
-    delta = (delta,) if isinstance(delta, int) and not isinstance(delta, bool) else tuple(delta)
-    if any(isinstance(d, bool) or not isinstance(d, int) for d in delta):
-        raise ValueError(f"delta must be an int or a tuple of ints, got {delta!r}")
+    if not isinstance(x, Tensor):
+        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    given = delta
+    delta = (delta,) if isinstance(delta, int) else tuple(delta) if isinstance(delta, Sequence) else (None,)
+    if not delta or any(isinstance(d, bool) or not isinstance(d, int) for d in delta):
+        raise ValueError(f"delta must be an int or a non-empty tuple of ints, got {given!r}")
     if x.dim() < len(delta) + 1:
         raise ValueError(
             f"x must have at least {len(delta) + 1} dims (spatial dims for delta={delta} plus channels), "
@@ -65,6 +68,16 @@ def kernel_shifts(
     stride-1 convolution is ``Σ_tap shift(x, Δ) @ weight[:, :, *tap].T`` on an output grid whose origin
     sits at input position 0. Taps come in row-major order.
     """
+    if isinstance(kernel_size, str) or not isinstance(kernel_size, Sequence):
+        raise ValueError(f"kernel_size must be a sequence of ints (one per dimension), got {kernel_size!r}")
+    kernel_size = int_tuple("kernel_size", kernel_size, len(kernel_size), 1)
+    dilation = int_tuple("dilation", dilation, len(kernel_size), 1)  # one per dimension: nothing is truncated
+    if isinstance(padding, int) and not isinstance(padding, bool):
+        padding = (padding,) * len(kernel_size)
+    if not isinstance(padding, Sequence) or len(padding) != len(kernel_size) or any(
+            isinstance(p, bool) or not isinstance(p, (int, float)) for p in padding):
+        raise ValueError(f"padding must be a number or one number per dimension ({len(kernel_size)}), "
+                         f"got {padding!r}")
     taps = itertools.product(*(range(k) for k in kernel_size))
     return [(tap, tuple(t * d - p for t, d, p in zip(tap, dilation, padding))) for tap in taps]
 
@@ -92,6 +105,12 @@ def conv_as_shifts(
     Returns:
         ``(B, *spatial_out, C_out)`` with ``spatial_out = (L + 2p - d(K - 1) - 1) // s + 1`` per dim.
     """
+    for name, t in (("x", x), ("weight", weight), ("bias", bias)):
+        if t is not None and not isinstance(t, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if x.dtype != weight.dtype or (bias is not None and bias.dtype != weight.dtype):
+        raise TypeError(f"x, weight and bias must share one dtype, got x {x.dtype}, weight {weight.dtype}"
+                        + ("" if bias is None else f", bias {bias.dtype}"))
     dims = weight.dim() - 2
     if dims < 1:
         raise ValueError(f"weight must be (C_out, C_in, *kernel_size), got shape {tuple(weight.shape)}")

@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import floating_input, positive_int
+from ._checks import floating_input, positive_int, probability
 from .taps import apply_band, check_padding_mask, check_tokens, masked_softmax, odd_kernel_size, softmax_fp32, tap_mask
 
 __all__ = [
@@ -96,9 +96,7 @@ class _HeadKernelConv1d(nn.Module):
         if not self.weight_softmax and self.boundary != "zeros":
             raise ValueError("weight_softmax=False needs boundary='zeros': renormalising over the existing taps is "
                              "a softmax, and a raw kernel has none")
-        if not 0.0 <= weight_dropout < 1.0:
-            raise ValueError(f"weight_dropout must be in [0, 1), got {weight_dropout!r}")
-        self.weight_dropout = weight_dropout
+        self.weight_dropout = probability("weight_dropout", weight_dropout)
         if padded_keys not in PADDED_KEYS:
             raise ValueError(f"padded_keys must be one of {PADDED_KEYS}, got {padded_keys!r}")
         self.padded_keys = padded_keys

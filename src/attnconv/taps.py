@@ -22,11 +22,12 @@ __all__ = ["apply_band", "check_padding_mask", "check_tokens", "masked_softmax",
            "tap_mask"]
 
 
-def odd_kernel_size(kernel_size: int) -> int:
-    """Check that ``kernel_size`` is an odd positive int 2k+1 and return k (``max_distance``)."""
-    positive_int("kernel_size", kernel_size)
+def odd_kernel_size(kernel_size: int, name: str = "kernel_size") -> int:
+    """Check that ``kernel_size`` (the argument ``name``) is an odd positive int 2k+1 and return k
+    (``max_distance``)."""
+    positive_int(name, kernel_size)
     if kernel_size % 2 == 0:
-        raise ValueError(f"kernel_size must be odd (2k+1 taps centred on the token), got {kernel_size}")
+        raise ValueError(f"{name} must be odd (2k+1 taps centred on the token), got {kernel_size}")
     return kernel_size // 2
 
 
@@ -76,6 +77,11 @@ def tap_mask(n: int, kernel_size: int, key_padding_mask: Tensor | None = None,
             raise ValueError(f"padding_l must be an int in [0, kernel_size={kernel_size}), got {padding_l!r}")
     device = available_device("device", device)
     if key_padding_mask is not None:
+        if not isinstance(key_padding_mask, Tensor) or key_padding_mask.dtype != torch.bool \
+                or key_padding_mask.dim() != 2 or key_padding_mask.shape[1] != n:
+            raise ValueError(f"key_padding_mask must be a bool (B, N={n}) tensor, got "
+                             f"{getattr(key_padding_mask, 'dtype', type(key_padding_mask).__name__)} "
+                             f"{tuple(getattr(key_padding_mask, 'shape', ()))}")
         device = key_padding_mask.device
     taps = torch.arange(kernel_size, device=device) - padding_l
     read = torch.arange(n, device=device)[:, None] + taps  # (N, K): i + t - padding_l
@@ -99,6 +105,9 @@ def masked_softmax(logits: Tensor, dim: int = -1) -> Tensor:
     Such a slice is a token with nothing to read (for example a padded token whose whole window is padding).
     Its weights are zero and its gradient is zero, so nothing downstream turns into NaN.
     """
+    if not isinstance(logits, Tensor) or not logits.is_floating_point():
+        raise TypeError(f"logits must be a floating-point torch.Tensor, got "
+                        f"{getattr(logits, 'dtype', type(logits).__name__)}")
     dead = torch.isneginf(logits).all(dim, keepdim=True)
     if not bool(dead.any()):
         return softmax_fp32(logits, dim)
@@ -127,7 +136,7 @@ def apply_band(x: Tensor, band: Tensor, padding_l: int | None = None) -> Tensor:
     b, n, c = x.shape
     heads, kernel_size = band.shape[1], band.shape[-1]
     if padding_l is None:
-        padding_l = odd_kernel_size(kernel_size)
+        padding_l = odd_kernel_size(kernel_size, "band's last dim K (without padding_l)")
     elif isinstance(padding_l, bool) or not isinstance(padding_l, int) or not 0 <= padding_l < kernel_size:
         raise ValueError(f"padding_l must be an int in [0, K={kernel_size}), got {padding_l!r}")
     if c % heads:

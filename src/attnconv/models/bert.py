@@ -32,10 +32,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._checks import int_at_least, positive_int
+from .._checks import int_at_least, positive_int, probability
 from ..attention import MultiHeadSelfAttention
 from ..composite import CompositeAttention
 from ..positional.sequence import KeyRelativeLogits, QueryRelativeLogits, RelativePositionBias
+from ..taps import check_padding_mask
 
 __all__ = ["BERT_SIZES", "VARIANTS", "AttentionVariant", "BertClassifier", "BertConfig", "BertEncoder",
            "BertForMaskedLM", "composite_layers", "make_bert_attention"]
@@ -131,8 +132,7 @@ class BertConfig:
         if self.variant not in VARIANTS:
             raise ValueError(f"variant must be one of {tuple(VARIANTS)}, got {self.variant!r}")
         int_at_least("max_distance", self.max_distance, 1)
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
+        probability("dropout", self.dropout)
         if not 0 <= self.pad_id < self.vocab_size:
             raise ValueError(f"pad_id must be in [0, vocab_size={self.vocab_size}), got {self.pad_id!r}")
 
@@ -176,7 +176,12 @@ class BertBlock(nn.Module):
         self.drop = nn.Dropout(config.dropout)
 
     def forward(self, h: Tensor, padding_mask: Tensor | None = None) -> Tensor:
-        """``(B, N, C)`` -> ``(B, N, C)``; ``padding_mask`` bool ``(B, N)``, ``True`` on padding."""
+        """``(B, N, C)`` -> ``(B, N, C)``; ``padding_mask`` bool ``(B, N)``, ``True`` on padding.
+
+        Padded tokens are zeroed first, so that nothing they hold (NaN included) reaches the MLP's gradients."""
+        if padding_mask is not None:
+            check_padding_mask(padding_mask, h)
+            h = h.masked_fill(padding_mask[..., None], 0.0)
         if self.pre_norm:
             h = h + self.drop(self.attn(self.norm1(h), key_padding_mask=padding_mask)[0])
             return h + self.drop(self.mlp(self.norm2(h)))
@@ -290,10 +295,26 @@ class BertForMaskedLM(nn.Module):
 
     def loss(self, input_ids: Tensor, token_type_ids: Tensor | None, padding_mask: Tensor | None,
              labels: Tensor) -> tuple[Tensor, Tensor]:
-        """Mean cross-entropy over masked positions, and the number of them predicted correctly."""
+        """Mean cross-entropy over masked positions, and the number of them predicted correctly.
+
+        ``labels``: ``(B, N)`` integers, a token id in ``[0, V)`` where a token is predicted, -100 elsewhere. With
+        no predicted position at all, the loss is 0 (with zero gradients), not the NaN of a mean over nothing.
+        """
+        if not isinstance(labels, Tensor) or labels.dtype not in (torch.int64, torch.int32):
+            raise TypeError(f"labels must be an int64 or int32 tensor, got {getattr(labels, 'dtype', type(labels))}")
+        if labels.shape != getattr(input_ids, "shape", None):
+            raise ValueError(f"labels must have the shape of input_ids {tuple(getattr(input_ids, 'shape', ()))}, "
+                             f"got {tuple(labels.shape)}")
+        predicted = labels[labels != -100]
+        if predicted.numel():
+            lo, hi = torch.stack(torch.aminmax(predicted)).tolist()
+            if lo < 0 or hi >= self.config.vocab_size:
+                raise ValueError(f"labels must be -100 or a token id in [0, vocab_size={self.config.vocab_size}), "
+                                 f"got values from {lo} to {hi}")
         logits = self(input_ids, token_type_ids, padding_mask, labels)
-        target = labels[labels != -100]
-        return F.cross_entropy(logits.float(), target), (logits.argmax(-1) == target).sum()
+        if not predicted.numel():
+            return logits.float().sum() * 0.0, predicted.new_zeros(())
+        return F.cross_entropy(logits.float(), predicted), (logits.argmax(-1) == predicted).sum()
 
 
 class BertClassifier(nn.Module):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from .._checks import positive_int
+from .._checks import positive_int, probability
 from ..attention import MultiHeadSelfAttention
 from ..positional import AnisotropicGaussianEncoding, LearnedRelativeEncoding2d, PositionalLogits, QuadraticEncoding
 from ..tokens import space_to_depth
@@ -91,8 +91,7 @@ class VisionConfig:
         if self.image_size % self.block:
             raise ValueError(f"image_size ({self.image_size}) must be divisible by block ({self.block})")
         for name in ("dropout", "attention_dropout"):
-            if not 0.0 <= getattr(self, name) < 1.0:
-                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
+            probability(name, getattr(self, name))
         if self.init not in INIT_KINDS:
             raise ValueError(f"init must be one of {INIT_KINDS}, got {self.init!r}")
         if self.init == "grid" and math.isqrt(self.num_heads) ** 2 != self.num_heads:

@@ -17,6 +17,8 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
+from .._checks import NonFiniteResultError
+
 from .base import PositionalLogits, relative_offsets
 
 __all__ = ["AnisotropicGaussianEncoding"]
@@ -67,14 +69,14 @@ class AnisotropicGaussianEncoding(PositionalLogits):
     def forward(self, grid: tuple[int, ...], queries: Tensor | None = None, keys: Tensor | None = None) -> Tensor:
         """Logits ``(N_h, N, N)``, shared by the batch."""
         if len(grid) != 2:
-            raise ValueError(f"AnisotropicGaussianEncoding works on (H, W) grids, got {tuple(grid)}")
+            raise ValueError(f"grid must be (H, W): AnisotropicGaussianEncoding works on images, got {tuple(grid)}")
         precision = self.precision()
         delta = relative_offsets(grid, self.centers.device).to(self.centers.dtype)  # (N, N, 2)
         diff = delta[None] - self.centers[:, None, None, :]  # (N_h, N, N, 2)
         logits = -torch.einsum("hqki,hij,hqkj->hqk", diff, precision, diff)
         # The logits are <= 0 (-inf is a zero probability); NaN comes only from an overflowed precision or centre.
         if not bool(torch.isfinite(precision).all()) or bool(torch.isnan(logits).any()):
-            raise ValueError(f"the precision Σ^-1 = L Lᵀ and the centers must give logits without NaN in "
+            raise NonFiniteResultError(f"the precision Σ^-1 = L Lᵀ and the centers must give logits without NaN in "
                              f"{precision.dtype}: got precision {precision.detach().tolist()} (use a wider dtype "
                              "or a smaller precision)")
         return logits

@@ -23,6 +23,12 @@ from .base import PositionalLogits, softmax_flushed
 __all__ = ["LearnedRelativeEncoding2d"]
 
 
+def _check_grid(grid: tuple[int, ...]) -> None:
+    if len(grid) != 2:
+        raise ValueError(f"grid must be (H, W): LearnedRelativeEncoding2d works on images, got {tuple(grid)} "
+                         "(a sequence needs a 1-D encoding from attnconv.positional.sequence)")
+
+
 class LearnedRelativeEncoding2d(PositionalLogits):
     """Row and column tables of relative embeddings for grids of up to ``max_size`` x ``max_size``.
 
@@ -55,6 +61,7 @@ class LearnedRelativeEncoding2d(PositionalLogits):
 
     def axis_logits(self, grid: tuple[int, ...]) -> list[Tensor]:
         """Row and column logits ``(N_h, H, H)`` and ``(N_h, W, W)`` of the positional query (not query-dependent)."""
+        _check_grid(grid)
         half = self.dim // 2
         out = []
         for length, table, u in zip(grid, (self.rows, self.cols), (self.query[:, :half], self.query[:, half:])):
@@ -64,8 +71,7 @@ class LearnedRelativeEncoding2d(PositionalLogits):
 
     def forward(self, grid: tuple[int, ...], queries: Tensor | None = None, keys: Tensor | None = None) -> Tensor:
         """Logits: ``(N_h, N, N)``, or ``(B, N_h, N, N)`` when query-dependent."""
-        if len(grid) != 2:
-            raise ValueError(f"LearnedRelativeEncoding2d works on (H, W) grids, got {tuple(grid)}")
+        _check_grid(grid)
         h, w = grid
         if not self.query_dependent:
             rows, cols = self.axis_logits(grid)

@@ -20,7 +20,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from .._checks import int_tuple
+from .._checks import NonFiniteResultError, int_tuple
 from ..conv import kernel_shifts
 from .base import PositionalLogits, softmax_flushed
 
@@ -29,14 +29,45 @@ __all__ = ["QuadraticEncoding", "quadratic_features", "positional_query", "hard_
 
 def quadratic_features(delta: Tensor) -> Tensor:
     """r_δ = (‖δ‖², δ_1, ..., δ_d) for relative positions ``delta`` of shape ``(..., d)``; returns ``(..., d + 1)``."""
+    if not isinstance(delta, Tensor):
+        raise TypeError(f"delta must be a torch.Tensor, got {type(delta).__name__}")
+    if delta.dim() < 1 or delta.shape[-1] < 1:
+        raise ValueError(f"delta must be (..., d) with d >= 1 coordinates in its last dim, got shape "
+                         f"{tuple(delta.shape)}")
     delta = delta.to(torch.get_default_dtype()) if not delta.is_floating_point() else delta
     return torch.cat([delta.pow(2).sum(-1, keepdim=True), delta], dim=-1)
 
 
 def positional_query(centers: Tensor, alpha: Tensor) -> Tensor:
     """v^(h) = -α^(h) (1, -2Δ^(h)) for centres ``(N_h, d)`` and ``alpha`` ``(N_h,)``; returns ``(N_h, d + 1)``."""
+    for name, t in (("centers", centers), ("alpha", alpha)):
+        if not isinstance(t, Tensor) or not t.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point torch.Tensor, got {getattr(t, 'dtype', type(t).__name__)}")
+    if centers.dim() != 2 or alpha.shape != centers.shape[:1]:
+        raise ValueError(f"centers must be (N_h, d) and alpha (N_h,) for the same N_h, got shapes "
+                         f"{tuple(centers.shape)} and {tuple(alpha.shape)}")
     ones = torch.ones_like(centers[:, :1])
     return -alpha[:, None] * torch.cat([ones, -2 * centers], dim=-1)
+
+
+def _alpha_per_head(alpha: object, num_heads: int) -> Tensor:
+    """α as a ``(N_h,)`` tensor of the default dtype, from a real number, or a ``()`` / ``(N_h,)`` tensor or list."""
+    import numbers
+
+    if isinstance(alpha, Sequence) and not isinstance(alpha, str):
+        if any(isinstance(a, bool) or not isinstance(a, numbers.Real) for a in alpha):
+            raise TypeError(f"alpha must hold real numbers, got {alpha!r}")
+        alpha = torch.tensor([float(a) for a in alpha])
+    if isinstance(alpha, Tensor):
+        if alpha.dtype == torch.bool or alpha.is_complex():
+            raise TypeError(f"alpha must hold real numbers, got {alpha.dtype}")
+        if tuple(alpha.shape) not in ((), (num_heads,)):
+            raise ValueError(f"alpha must be a number or a tensor of shape () or (num_heads={num_heads},), "
+                             f"got shape {tuple(alpha.shape)}")
+        return alpha.detach().to(torch.get_default_dtype()).expand(num_heads).clone()
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
+        raise TypeError(f"alpha must be a real number, a tensor or None, got {type(alpha).__name__} {alpha!r}")
+    return torch.full((num_heads,), float(alpha), dtype=torch.get_default_dtype())
 
 
 def hard_logit_floor(dtype: torch.dtype) -> float:
@@ -84,7 +115,7 @@ class QuadraticEncoding(PositionalLogits):
                 raise ValueError("alpha=None (hard attention) needs integer centers")
             log_alpha = torch.zeros(num_heads)
         else:
-            alpha_t = torch.as_tensor(alpha, dtype=torch.get_default_dtype()).expand(num_heads).clone()
+            alpha_t = _alpha_per_head(alpha, num_heads)
             if not torch.all(alpha_t > 0) or not torch.all(torch.isfinite(alpha_t)):
                 raise ValueError(f"alpha must be finite and > 0 (or None for hard attention), got {alpha!r}")
             log_alpha = alpha_t.log()
@@ -112,7 +143,7 @@ class QuadraticEncoding(PositionalLogits):
             dims: d, used when ``kernel_size`` is an int.
             learnable: whether Δ and α train.
         """
-        if not isinstance(kernel_size, int):
+        if not isinstance(kernel_size, int) and isinstance(kernel_size, Sequence):
             dims = len(kernel_size)
         ks = int_tuple("kernel_size", kernel_size, dims, 1)
         dil = int_tuple("dilation", dilation, dims, 1)
@@ -220,7 +251,7 @@ class QuadraticEncoding(PositionalLogits):
         alpha, centers = self.alpha.detach(), self.centers.detach()
         worst = torch.stack([alpha, alpha * centers.pow(2).sum(-1)])
         if not bool(torch.isfinite(worst).all()) or not bool(torch.isfinite(centers).all()):
-            raise ValueError(
+            raise NonFiniteResultError(
                 f"alpha = exp(log_alpha) and alpha * |centers|^2 (the largest logit) must be finite in "
                 f"{self.log_alpha.dtype}: got alpha = {alpha.tolist()} (use a wider dtype or a smaller alpha)")
 

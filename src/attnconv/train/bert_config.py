@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .._checks import positive_int
+from .._checks import positive_int, real_number
 from ..data.corpus import PRETRAIN_CORPORA
 from ..data.hub import HUB_CORPORA, HUB_TASKS
 from ..data.tasks import TASKS
@@ -21,6 +21,8 @@ __all__ = ["FINETUNE_CONFIGS", "PRETRAIN_CONFIGS", "FinetuneConfig", "PretrainCo
 
 
 def _check_common(config: Any) -> None:
+    for name in ("lr", "weight_decay", "warmup"):  # a real, finite number first: then the ranges below
+        real_number(name, getattr(config, name))
     if not config.lr > 0 or config.weight_decay < 0:
         raise ValueError(f"need lr > 0 and weight_decay >= 0, got {config.lr}, {config.weight_decay}")
     if not 0 <= config.warmup < 1:

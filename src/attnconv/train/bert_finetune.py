@@ -121,7 +121,8 @@ def finetune_bert(config: FinetuneConfig, pretrained: str | os.PathLike, out_dir
 
     state = {"seed_index": 0, "epoch": 0, "history": [], "results": [], "elapsed": 0.0}
     if resume:
-        state = load_checkpoint(ckpt_path, map_location=device)
+        state = load_checkpoint(ckpt_path, map_location=device, required=(
+            "config", "model", "optimizer", "seed_index", "epoch", "history", "results", "elapsed"))
         precision = resume_precision(state, config_to_dict(config), device)
     else:
         def probe() -> dict[str, Any]:  # the speed of the first seed's classifier on a real-shaped batch

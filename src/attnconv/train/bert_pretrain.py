@@ -139,7 +139,8 @@ def pretrain_bert(config: PretrainConfig, out_dir: str | os.PathLike, *, resume:
 
     step, history, elapsed = 0, [], 0.0
     if resume:
-        state = load_checkpoint(ckpt_path, map_location=device)
+        state = load_checkpoint(ckpt_path, map_location=device, required=(
+            "config", "model", "optimizer", "step", "history", "elapsed"))
         precision = resume_precision(state, config_to_dict(config), device)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
@@ -214,9 +215,8 @@ def load_pretrained(path: str | os.PathLike, device: str | torch.device = "cpu"
                     ) -> tuple[BertForMaskedLM, Tokenizer, dict[str, Any]]:
     """The model, tokenizer and checkpoint of a pretraining run (its folder or its ``checkpoint.pt``)."""
     path = Path(path)
-    state = load_checkpoint(path / CHECKPOINT_NAME if path.is_dir() else path, map_location=device)
-    if "model_config" not in state or "tokenizer" not in state:
-        raise ValueError(f"{path} is not a bert-pretrain checkpoint (it lacks model_config or tokenizer)")
+    state = load_checkpoint(path / CHECKPOINT_NAME if path.is_dir() else path, map_location=device,
+                            required=("model_config", "tokenizer", "model", "config", "step", "history"))
     model = BertForMaskedLM(BertConfig(**state["model_config"]))
     model.load_state_dict(state["model"])
     return model, Tokenizer.from_str(state["tokenizer"]), state

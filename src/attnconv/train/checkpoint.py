@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["atomic_write_text", "load_checkpoint", "save_checkpoint", "write_json"]
+__all__ = ["CheckpointError", "atomic_write_text", "load_checkpoint", "save_checkpoint", "write_json"]
 
 
 def _replace_from_temp(path: Path, write) -> None:
@@ -31,12 +31,42 @@ def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> None:
     _replace_from_temp(Path(path), lambda tmp: torch.save(state, tmp))
 
 
-def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """A checkpoint saved by :func:`save_checkpoint`."""
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be used: empty, not a checkpoint, or missing what the run needs. Its message
+    is one line that names the file."""
+
+
+def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu",
+                    required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A checkpoint saved by :func:`save_checkpoint`.
+
+    Args:
+        required: keys the caller reads; a checkpoint without one of them is refused here, not with a
+            ``KeyError`` later.
+
+    Raises:
+        FileNotFoundError: there is no file at ``path``.
+        CheckpointError: the file is empty, unreadable (truncated or not written by ``torch.save``), does not hold
+            a dict, or lacks a ``required`` key.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
-    return torch.load(path, map_location=map_location, weights_only=False)
+    if path.stat().st_size == 0:
+        raise CheckpointError(f"checkpoint {path} is empty (0 bytes): delete it, or resume from another copy")
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=False)
+    except Exception as err:  # torch.load raises many kinds (UnpicklingError, EOFError, RuntimeError, ...)
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckpointError(f"checkpoint {path} cannot be read, it is truncated or not a checkpoint "
+                              f"({type(err).__name__}: {reason[:200]})") from err
+    if not isinstance(state, dict):
+        raise CheckpointError(f"checkpoint {path} holds a {type(state).__name__}, not a dict of training state")
+    missing = [key for key in required if key not in state]
+    if missing:
+        raise CheckpointError(f"checkpoint {path} lacks {', '.join(map(repr, missing))}: it is not a checkpoint "
+                              "of this kind of run")
+    return state
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

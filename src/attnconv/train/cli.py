@@ -8,8 +8,10 @@
     python -m attnconv.train vision --list
 
 Every subcommand takes ``--config NAME``, ``--set KEY=VALUE`` (repeatable), ``--out DIR``, ``--resume``,
-``--data`` and ``--list``. A NaN or infinite loss ends the command with exit code 1 and a message; the run's
-last checkpoint is kept, so it can be resumed once the cause is fixed.
+``--data`` and ``--list``. A NaN or infinite loss, or a parameter that overflows its dtype (a Gaussian head's α,
+for example), ends the command with exit code 1 and a message; the run's last checkpoint is kept, so it can be
+resumed once the cause is fixed. A bad config value (``--set lr=nan``) is refused before any data loads, and an
+unreadable checkpoint is named in one line; both exit with code 2.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -27,7 +30,9 @@ from ..data.tasks import TASKS
 from ..models import MODEL_NAMES
 from ..models.bert import VARIANTS
 from .bert_config import FINETUNE_CONFIGS, PRETRAIN_CONFIGS
-from .runs import NonFiniteLossError, apply_overrides, config_to_dict, named_copy
+from .._checks import NonFiniteResultError
+from .checkpoint import CheckpointError
+from .runs import CHECKPOINT_NAME, NonFiniteLossError, apply_overrides, config_to_dict, named_copy
 from .vision_config import VISION_CONFIGS
 
 __all__ = ["add_task", "build_parser", "main"]
@@ -64,6 +69,18 @@ def _list_or_check(args: argparse.Namespace, configs: dict[str, Any], required: 
     return False
 
 
+def _checked_config(args: argparse.Namespace, make: Callable[[], Any]) -> Any:
+    """``make()``, the run's config; a value it refuses ends the command here, before any data loads."""
+    try:
+        return make()
+    except (ValueError, TypeError) as err:
+        raise _ConfigError(f"{args.task}: bad config: {err}") from None
+
+
+class _ConfigError(Exception):
+    """A config the dataclass refused: one line, exit code 2."""
+
+
 def _configure_vision(parser: argparse.ArgumentParser) -> None:
     _add_run_arguments(parser, VISION_CONFIGS, "--set epochs=3 --set sa.depth=2",
                        "an explicit CIFAR-10 copy (archive, folder or zip)")
@@ -74,8 +91,8 @@ def _run_vision(args: argparse.Namespace) -> int:
     from .vision import train_vision
     if _list_or_check(args, VISION_CONFIGS, {"out": "--out DIR"}):
         return 0
-    config = named_copy(VISION_CONFIGS, args.config)
-    config = apply_overrides(config if args.model is None else replace(config, model=args.model), args.overrides)
+    config = _checked_config(args, lambda: apply_overrides(replace(named_copy(VISION_CONFIGS, args.config), **(
+        {} if args.model is None else {"model": args.model})), args.overrides))
     print(json.dumps(train_vision(config, args.out, resume=args.resume, data_path=args.data)))
     return 0
 
@@ -91,10 +108,12 @@ def _run_pretrain(args: argparse.Namespace) -> int:
     from .bert_pretrain import pretrain_bert
     if _list_or_check(args, PRETRAIN_CONFIGS, {"out": "--out DIR"}):
         return 0
-    config = named_copy(PRETRAIN_CONFIGS, args.config)
-    if args.variant is not None:
-        config = replace(config, model=replace(config.model, variant=args.variant))
-    config = apply_overrides(config, args.overrides)
+    def make() -> Any:
+        config = named_copy(PRETRAIN_CONFIGS, args.config)
+        if args.variant is not None:
+            config = replace(config, model=replace(config.model, variant=args.variant))
+        return apply_overrides(config, args.overrides)
+    config = _checked_config(args, make)
     print(json.dumps(pretrain_bert(config, args.out, resume=args.resume, root=args.data, cache_dir=args.cache)))
     return 0
 
@@ -110,10 +129,8 @@ def _run_finetune(args: argparse.Namespace) -> int:
     from .bert_finetune import finetune_bert
     if _list_or_check(args, FINETUNE_CONFIGS, {"pretrained": "--from CHECKPOINT", "out": "--out DIR"}):
         return 0
-    config = named_copy(FINETUNE_CONFIGS, args.config)
-    if args.task_name is not None:
-        config = replace(config, task=args.task_name)
-    config = apply_overrides(config, args.overrides)
+    config = _checked_config(args, lambda: apply_overrides(replace(named_copy(FINETUNE_CONFIGS, args.config), **(
+        {} if args.task_name is None else {"task": args.task_name})), args.overrides))
     print(json.dumps(finetune_bert(config, args.pretrained, args.out, resume=args.resume, root=args.data)))
     return 0
 
@@ -144,6 +161,15 @@ def main(argv: list[str] | None = None) -> int:
     except NonFiniteLossError as err:
         print(f"{args.task}: {err}", file=sys.stderr)
         return 1
+    except NonFiniteResultError as err:  # the same stop as a non-finite loss, from a forward pass that overflowed
+        ckpt = None if getattr(args, "out", None) is None else Path(args.out) / CHECKPOINT_NAME
+        kept = (f"the last good checkpoint, {ckpt}, is kept" if ckpt is not None and ckpt.exists() else
+                "no checkpoint was written yet")
+        print(f"{args.task}: training stopped: {err}; {kept}. Lower the learning rate, then resume", file=sys.stderr)
+        return 1
+    except (_ConfigError, CheckpointError) as err:
+        print(err if isinstance(err, _ConfigError) else f"{args.task}: {err}", file=sys.stderr)
+        return 2
     finally:
         if torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()

@@ -154,14 +154,50 @@ def config_from_dict(cls: type, data: Mapping[str, Any]) -> Any:
             value = config_from_dict(type(default), value)
         elif isinstance(default, tuple) and isinstance(value, list):
             value = tuple(value)
+        _check_field_type(cls, known[name], default, value)
         values[name] = value
     return cls(**values)
 
 
+# What a field annotated with each plain type accepts (an int is a float, a bool is not a number).
+_PLAIN_TYPES = {"int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+                "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+                "bool": lambda v: isinstance(v, bool), "str": lambda v: isinstance(v, str),
+                "None": lambda v: v is None}
+
+
+def _check_field_type(cls: type, field: dataclasses.Field, default: Any, value: Any) -> None:
+    """``ValueError`` unless ``value`` has the type that ``field`` is annotated with (``int``, ``float | None``, ...)
+    or, for a nested config, is a mapping of that config's fields: caught when the config is read, before any data
+    loads. Fields with other annotations are left to the dataclass's own checks."""
+    if dataclasses.is_dataclass(default):
+        if not isinstance(value, type(default)):
+            raise ValueError(f"{field.name} must be a {type(default).__name__} (set its fields as "
+                             f"{field.name}.FIELD=VALUE), got {value!r}")
+        return
+    if isinstance(default, tuple) and not isinstance(value, tuple):
+        raise ValueError(f"{cls.__name__}.{field.name} must be a list, such as {list(default)!r}, got "
+                         f"{type(value).__name__} {value!r}")
+    names = [t.strip() for t in str(field.type).split("|")]
+    if not names or any(t not in _PLAIN_TYPES for t in names):
+        return
+    if not any(_PLAIN_TYPES[t](value) for t in names):
+        raise ValueError(f"{cls.__name__}.{field.name} must be {' or '.join(names)}, got {type(value).__name__} "
+                         f"{value!r}")
+
+
+_NON_FINITE = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf, "infinity": math.inf,
+               "+infinity": math.inf, "-infinity": -math.inf}
+
+
 def _parse_value(text: str) -> Any:
+    """A Python literal; ``nan``, ``inf`` and ``-inf`` (any case) as floats, so that the config rejects them with
+    its rule; any other bare word as a string."""
+    if text.strip().lower() in _NON_FINITE:
+        return _NON_FINITE[text.strip().lower()]
     try:
         return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
         return text  # a bare word: a string
 
 

@@ -242,7 +242,8 @@ def train_vision(
     m = _Model(config, info)
 
     if resume:
-        state = load_checkpoint(ckpt_path, map_location=info.device)
+        state = load_checkpoint(ckpt_path, map_location=info.device, required=(
+            "config", "model", "optimizer", "epoch", "history", "snapshots", "elapsed"))
         m.set_precision(resume_precision(state, config_to_dict(config), info.device), info.device)
         m.net.load_state_dict(state["model"])
         m.optimizer.load_state_dict(state["optimizer"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .._checks import positive_int
+from .._checks import positive_int, real_number
 from ..models import MODEL_NAMES, ResNetConfig, VisionConfig
 from .precision import check_precision
 from .runs import check_device, named_copy
@@ -78,6 +78,8 @@ class TrainConfig:
         for name in ("train_images", "test_images"):
             if getattr(self, name) is not None:
                 positive_int(f"{name} (or None)", getattr(self, name))
+        for name in ("lr", "momentum", "weight_decay", "warmup"):  # a real, finite number first: then the ranges
+            real_number(name, getattr(self, name))
         if not self.lr > 0 or not 0 <= self.momentum < 1 or self.weight_decay < 0:
             raise ValueError(f"need lr > 0, 0 <= momentum < 1, weight_decay >= 0; got {self.lr}, "
                              f"{self.momentum}, {self.weight_decay}")

@@ -130,8 +130,10 @@ def exercise_table(chapters: list[str] | None = None):
     for e in EXERCISES.values():
         if chapters is None or e.chapter in chapters:
             graded = "hidden inputs" if e.sandboxed else ("yes" if e.graded else "by hand")
-            rows.append([e.chapter, f"`{e.label}`", e.kind, e.minutes, graded, e.points, e.written or ""])
-    return Table(["chapter", "exercise", "kind", "minutes", "graded", "points", "written"], rows)
+            rows.append([e.chapter.split("_")[0], f"`{e.label}`", e.kind, e.minutes, graded, e.points,
+                         e.written or ""])
+    return Table(["chapter", "exercise", "kind", "minutes", "graded", "points", "written"], rows,
+                 align=["left", "left", "left", "right", "left", "right", "right"])
 
 
 # ----- reading answers generously ---------------------------------------------------------------------------------
