@@ -32,7 +32,7 @@
     box.classList.toggle("math-more-left", more && box.scrollLeft > 1);
     if (more) {
       box.tabIndex = 0; // reachable and scrollable by keyboard
-      box.setAttribute("title", "This equation is wider than the page: scroll it sideways.");
+      box.setAttribute("title", "Wider than the page: scroll it sideways to see the rest.");
     }
   }
 
@@ -56,6 +56,8 @@
   function markAllEquations() {
     document.querySelectorAll("div.math").forEach((box) => markOverflow(scrollerOf(box)));
     document.querySelectorAll("mjx-container:not([display='true'])").forEach(markInline);
+    // Code listings keep their lines and scroll; the same edge shadow says that a line goes on.
+    document.querySelectorAll("div.highlight > pre").forEach(markOverflow);
   }
 
   // Checks, asserts and provenance are folded so that prose and figures lead (their cells carry hide-input or

@@ -246,7 +246,7 @@ class MultiHeadSelfAttention(nn.Module):
             ``(B, N_h, N, N)`` if ``need_weights`` else ``None``.
 
         Raises:
-            NonFiniteResultError: (a ``ValueError``) ``x`` is finite but the logits or the output overflow its dtype
+            ~attnconv._checks.NonFiniteResultError: (a ``ValueError``) ``x`` is finite but the logits or the output overflow its dtype
                 (float32 inputs near 1e20, for example); float16 logits are computed in float32 and do not.
         """
         out, probs = self._attend(x, key_padding_mask, need_weights)

@@ -392,7 +392,7 @@ class CompositeAttention(MultiHeadSelfAttention):
             ``(out, probs)``: ``out`` is ``(B, N, D_out)``; ``probs`` is ``(B, N_h, N, N)`` or ``None``.
 
         Raises:
-            NonFiniteResultError: (a ``ValueError``) ``x`` is finite but the logits or the output overflow its
+            ~attnconv._checks.NonFiniteResultError: (a ``ValueError``) ``x`` is finite but the logits or the output overflow its
                 dtype; float16 logits are computed in float32 and do not.
         """
         out, probs = self._attend_composite(x, key_padding_mask, need_weights)

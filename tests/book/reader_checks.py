@@ -102,6 +102,13 @@ SEARCH_JS = r"""() => { const shown = Array.from(document.querySelectorAll('.sea
       && getComputedStyle(e).visibility !== 'hidden'; });
   return shown.length > 1 ? [`${shown.length} search fields in view`] : []; }"""
 
+# A code listing or printed output wider than its box either wraps or scrolls with a visible cue (book.js marks
+# it math-scrolls and draws a shadow at the edge that has more); a silent scroller looks like clipped text.
+CODE_JS = r"""() => Array.from(document.querySelectorAll('article pre'))
+  .filter(p => p.getBoundingClientRect().width > 0 && p.scrollWidth > p.clientWidth + 1)
+  .filter(p => !p.classList.contains('math-scrolls'))
+  .map(p => `"${p.textContent.trim().slice(0, 40)}" runs ${p.scrollWidth - p.clientWidth} px past its box with no cue`)"""
+
 # A crosshair says "click here"; only a map that does something on a click may show one.
 CURSOR_JS = r"""() => Array.from(document.querySelectorAll('article canvas, article img'))
   .filter(e => getComputedStyle(e).cursor === 'crosshair' && !e.classList.contains('av-clickable'))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from .conftest import HTML
-from .reader_checks import (CAPTION_JS, CURSOR_JS, IMAGES_JS, MATH_JS, MIN_TEXT_PX, SEARCH_JS, TEXT_JS, image_bytes,
+from .reader_checks import (CAPTION_JS, CODE_JS, CURSOR_JS, IMAGES_JS, MATH_JS, MIN_TEXT_PX, SEARCH_JS, TEXT_JS, image_bytes,
                             stand_in_claims, tiny_image_text)
 from .test_reader_view import _pieces
 
@@ -122,6 +122,19 @@ def test_cursor_check_catches_dead_crosshairs(browser):
     context.close()
 
 
+def test_code_check_catches_silent_scrollers(browser):
+    line = "x = " + "1 + " * 80
+    context = _context(browser, 400)
+    page = context.new_page()
+    _set(page, f'<pre style="overflow-x:auto">{line}</pre>')
+    assert len(page.evaluate(CODE_JS)) == 1, "scrolls with no cue"
+    _set(page, f'<pre class="math-scrolls" style="overflow-x:auto">{line}</pre>')
+    assert page.evaluate(CODE_JS) == []
+    _set(page, f'<pre style="white-space:pre-wrap">{line}</pre>')
+    assert page.evaluate(CODE_JS) == [], "wraps"
+    context.close()
+
+
 def test_search_check_catches_two_search_fields(browser):
     field = '<button class="search-button-field">Search</button>'
     context = _context(browser, 1400)
@@ -175,7 +188,7 @@ def _read(browser, site: str, page_path: str, width: int) -> dict[str, list[str]
     page.wait_for_timeout(400)
     found = {"maths": page.evaluate(MATH_JS), "captions": page.evaluate(CAPTION_JS),
              "text": page.evaluate(TEXT_JS, MIN_TEXT_PX), "cursor": page.evaluate(CURSOR_JS),
-             "search": page.evaluate(SEARCH_JS)}
+             "search": page.evaluate(SEARCH_JS), "code": page.evaluate(CODE_JS)}
     images = page.evaluate(IMAGES_JS)
     frames = page.evaluate("""() => Array.from(document.querySelectorAll('article img.av-frame'))
       .filter(i => i.getBoundingClientRect().width > 0)
