@@ -100,6 +100,22 @@ def test_chapter06_reach_claims():
     assert fields[0]["rf"] == 11 and fields[2]["rf"] > 32
 
 
+def test_chapter06_cpu_long_runs_finished_with_their_accuracies():
+    """Chapter 06's answer box: both cpu-long runs finished their 12 epochs from committed code, and their
+    accuracies on all 10,000 test images are the quoted 70.7% (sa-quadratic) and 82.8% (ResNet18); no
+    checkpoint is kept in the repository."""
+    from attnconv.train import named_config
+
+    for name, quoted in (("sa-quadratic", 70.7), ("resnet18", 82.8)):
+        folder = RESULTS / f"cpu-long-{name}"
+        run = load_run(folder)
+        assert run.final["epochs"] == named_config("cpu-long").epochs and not run.final["stopped_early"]
+        assert run.final["full_test_images"] == 10_000 and not run.provenance["dirty"]
+        assert round(100 * run.final["full_test_acc"], 1) == quoted
+        assert not (folder / "checkpoint.pt").exists()
+    assert not list(RESULTS.glob("**/checkpoint.pt")), "checkpoints stay outside the repository"
+
+
 def test_chapter06_cpu_precision_benchmark_claims():
     """Chapter 06, 'Training in bfloat16 on this CPU': which models bf16 speeds up on the CPU that measured it."""
     from attnconv.models import MODEL_NAMES
