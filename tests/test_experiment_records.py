@@ -148,3 +148,18 @@ def test_chapter06_bf16_parity_claims():
     gap, noise = y.mean() - x.mean(), np.sqrt(x.var(ddof=1) / 3 + y.var(ddof=1) / 3)
     assert abs(gap) < 2 * noise and -0.01 < gap < 0 and ((y - x) < 0).all()
     assert all(0.003 < a.std(ddof=1) < 0.005 for a in (x, y))
+
+
+def test_chapter03_quadratic_layer_benchmark_claims():
+    """Chapter 03's aside: the factorised layer against the official one, with and without subnormals flushed.
+
+    Every figure is read from the committed records, which also say on which CPU and under what load they ran."""
+    bench = {name: json.loads((RESULTS / "benchmarks" / f"{name}.json").read_text())
+             for name in ("quadratic_attention", "quadratic_attention_flushed")}
+    plain, flushed = (bench[n]["ratios"] for n in ("quadratic_attention", "quadratic_attention_flushed"))
+    assert not bench["quadratic_attention"]["meta"]["flush_denormal"]
+    assert bench["quadratic_attention_flushed"]["meta"]["flush_denormal"]
+    assert round(plain["speedup_vs_official"], 1) == 3.5 and round(plain["speedup_vs_naive"], 1) == 4.0
+    assert round(flushed["speedup_vs_official"], 2) == 1.01
+    assert all(0.2 < b["ratios"]["memory_vs_official"] < 0.33 for b in bench.values())
+    assert all(b["meta"]["load_average_before"] and b["meta"]["cpu_model"] for b in bench.values())
