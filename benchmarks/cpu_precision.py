@@ -145,11 +145,13 @@ def main() -> None:
                  note=f"{meta['cpu_model']} ({has}). One training step per model at the cpu-quick sizes (vision: "
                       f"batch 100, augment, forward, backward, SGD; BERT: batch 32 x 64 tokens, masked-LM, AdamW), "
                       f"float32 and bf16 autocast alternating, median of {args.repeats} steps each after one warm-up "
-                      f"step. The machine was shared with other work: load average (1, 5, "
-                      f"15 min) {load_start[0]:.1f} / {load_start[1]:.1f} / {load_start[2]:.1f} at the start and "
-                      f"{end[0]:.1f} / {end[1]:.1f} / {end[2]:.1f} at the end, on {meta['cpus']} cores, so absolute "
-                      "speeds are low and noisy; the ratios, measured step by step under the same load, are the "
-                      "result.",
+                      f"step, on {meta['threads']} thread(s). Load average (1, 5, 15 min) {load_start[0]:.1f} / "
+                      f"{load_start[1]:.1f} / {load_start[2]:.1f} at the start and {end[0]:.1f} / {end[1]:.1f} / "
+                      f"{end[2]:.1f} at the end, on {meta['cpus']} cores: "
+                      + ("the machine was shared with other work, so absolute speeds are low and noisy; the ratios, "
+                         "measured step by step under the same load, are the result."
+                         if max(load_start[0], end[0]) > meta["cpus"] else
+                         "the machine was otherwise idle."),
                  columns=[("model", "{model}"), ("params (M)", "{params_m:.2f}"), ("unit", "{unit}"),
                           ("float32", "{fp32_per_s:.1f}"), ("bf16", "{bf16_per_s:.1f}"),
                           ("bf16 speed-up", "{speedup:.2f}x")],

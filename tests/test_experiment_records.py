@@ -131,7 +131,7 @@ def test_chapter06_cpu_precision_benchmark_claims():
                                                    "bert composite-noabs"))
     assert max(r["speedup"] for r in speed.values()) < 2 and 1.1 < speed["sa-anisotropic"]["speedup"] < 1.5
     assert all(speed[m]["speedup"] < 1 for m in ("sa-content", "sa-learned-content"))
-    assert meta["load_average_start"][0] > 5 * meta["cpus"]
+    assert max(meta["load_average_start"][0], meta["load_average"][0]) < meta["cpus"]  # "otherwise idle"
 
 
 def test_chapter06_bf16_parity_claims():
