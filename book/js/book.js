@@ -1,4 +1,5 @@
-// The book's own page script: sidebar toggles that open, and long display equations that say they scroll.
+// The book's own page script: sidebar toggles that open, long display equations that say they scroll, and
+// figures that keep their text legible on a phone.
 // Served from the book itself (html_js_files in _config.yml); it needs no network and no kernel.
 (function () {
   "use strict";
@@ -58,6 +59,75 @@
     document.querySelectorAll("mjx-container:not([display='true'])").forEach(markInline);
     // Code listings keep their lines and scroll; the same edge shadow says that a line goes on.
     document.querySelectorAll("div.highlight > pre").forEach(markOverflow);
+    document.querySelectorAll("div.figure-scroll").forEach(markOverflow);
+  }
+
+  // A figure's smallest text, as attnconv.figures.legibility writes it into the PNG (a tEXt chunk, before the
+  // image data). A figure shown narrower than its own width shrinks its text with it; on a phone that can fall
+  // below what anyone reads without zooming. Such a figure keeps the width at which its smallest text is
+  // MIN_TEXT_PX and scrolls sideways in its own box, with the same edge shadow as a long equation.
+  const MIN_TEXT_PX = 9;
+  const TEXT_KEY = "attnconv-min-text-px";
+
+  function declaredTextPx(bytes) {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const ascii = (from, to) => String.fromCharCode.apply(null, bytes.subarray(from, to));
+    if (bytes.length < 8 || ascii(1, 4) !== "PNG") return null;
+    for (let at = 8; at + 8 <= bytes.length; ) {
+      const length = view.getUint32(at), type = ascii(at + 4, at + 8);
+      if (type === "IDAT" || type === "IEND") return null;
+      if (type === "tEXt" && at + 8 + length <= bytes.length) {
+        const text = ascii(at + 8, at + 8 + length), nul = text.indexOf("\0");
+        if (text.slice(0, nul) === TEXT_KEY) return parseFloat(text.slice(nul + 1)) || null;
+      }
+      at += 12 + length;
+    }
+    return null;
+  }
+
+  function pngHead(img) {
+    const src = img.currentSrc || img.src;
+    if (src.startsWith("data:image/png;base64,")) {
+      const b64 = src.slice(22, 22 + 8192);  // the chunks before the image data
+      const raw = atob(b64.slice(0, b64.length - (b64.length % 4)));
+      return Promise.resolve(Uint8Array.from(raw, (c) => c.charCodeAt(0)));
+    }
+    if (!/\.png($|\?)/i.test(src)) return Promise.resolve(null);
+    return fetch(src).then((r) => (r.ok ? r.arrayBuffer() : null)).then((b) => b && new Uint8Array(b), () => null);
+  }
+
+  function keepLegible(img, textPx) {
+    if (!textPx || !img.naturalWidth) return;
+    const need = Math.min(img.naturalWidth, Math.ceil((img.naturalWidth * MIN_TEXT_PX) / textPx));
+    let box = img.parentElement;
+    if (!box.classList.contains("figure-scroll")) {
+      box = document.createElement("div");
+      box.className = "figure-scroll";
+      img.replaceWith(box);
+      box.appendChild(img);
+    }
+    img.style.minWidth = `${need}px`;
+    img.classList.add("figure-legible");
+    markOverflow(box);
+  }
+
+  // Viewers (av-*) lay out their own frames. When every figure is done, <html data-figures-legible> says so.
+  function legibleFigures() {
+    const figures = Array.from(document.querySelectorAll("article img")).filter(
+      (img) => !img.closest("[class^='av-'], [class*=' av-']") && !img.classList.contains("figure-legible"),
+    );
+    const loaded = (img) => new Promise((done) => {
+      if (img.complete) return done();
+      img.addEventListener("load", done, { once: true });
+      img.addEventListener("error", done, { once: true });
+    });
+    const jobs = figures.map((img) =>
+      loaded(img)
+        .then(() => pngHead(img))
+        .then((bytes) => bytes && keepLegible(img, declaredTextPx(bytes)))
+        .catch(() => null),
+    );
+    Promise.all(jobs).then(() => document.documentElement.setAttribute("data-figures-legible", "done"));
   }
 
   // Checks, asserts and provenance are folded so that prose and figures lead (their cells carry hide-input or
@@ -83,6 +153,7 @@
 
   function init() {
     addUnfoldButton();
+    legibleFigures();
     forwardToggle(".primary-toggle");
     forwardToggle(".secondary-toggle");
     // The scroll event does not bubble, so listen in the capture phase: MathJax adds its containers later.

@@ -111,6 +111,60 @@ def test_image_text_check_scales_each_figure_to_its_displayed_width():
     assert len(tiny_image_text([{"src": "l", "natural": 800, "shown": 400}], read)) == 1, "shown at half size"
 
 
+def test_book_js_keeps_figure_text_legible_on_a_phone(browser):
+    """A wide figure shown in a 400 px column: without book.js its text shrinks under 9 px and the check says so;
+    with it, the figure keeps the width its declared text size needs and scrolls in a box with an edge cue. A
+    figure whose text is large enough just fits the column."""
+    import base64
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+
+    from attnconv.figures.legibility import png_bytes
+
+    def figure(width_in, size):
+        fig, ax = plt.subplots(figsize=(width_in, 3), dpi=100)
+        ax.set_title("a title", fontsize=size)
+        ax.tick_params(labelsize=size)
+        data = png_bytes(fig)
+        plt.close(fig)
+        return data
+
+    wide, narrow = figure(12, 12), figure(3.5, 12)  # 16.7 px text in 1,200 and 350 px wide images
+    uri = {name: "data:image/png;base64," + base64.b64encode(d).decode() for name, d in
+           (("wide", wide), ("narrow", narrow))}
+    static = Path(__file__).resolve().parents[2] / "book" / "js"
+    body = (f'<div class="bd-article"><article><p>text</p><img id="wide" src="{uri["wide"]}">'
+            f'<img id="narrow" src="{uri["narrow"]}"></article></div>')
+    read = {uri["wide"]: wide, uri["narrow"]: narrow}.get
+    context = _context(browser, 400)
+    page = context.new_page()
+    for with_script in (False, True):
+        page.set_content(f"<html><head><style>img {{max-width: 100%; height: auto}}</style></head><body>{body}"
+                         f"</body></html>")
+        if with_script:
+            page.add_style_tag(content=(static / "book.css").read_text())
+            page.add_script_tag(content=(static / "book.js").read_text())
+            page.wait_for_selector("html[data-figures-legible]", state="attached", timeout=5000)
+        images = page.evaluate(IMAGES_JS)
+        problems = tiny_image_text(images, read)
+        shown = {i["src"]: i["shown"] for i in images}
+        natural = {i["src"]: i["natural"] for i in images}
+        if not with_script:
+            assert len(problems) == 1 and problems[0].startswith(uri["wide"][-50:]), problems
+            assert shown[uri["wide"]] < 400
+        else:
+            assert problems == [], problems
+            assert shown[uri["wide"]] > 400, "wider than the column: it scrolls"
+            assert shown[uri["narrow"]] == natural[uri["narrow"]] < 400, "a legible figure stays as it is"
+            box = page.evaluate("""() => { const b = document.getElementById('wide').parentElement;
+              return {cls: b.className, overflow: getComputedStyle(b).overflowX, width: b.clientWidth,
+                      scroll: b.scrollWidth}; }""")
+            assert "figure-scroll" in box["cls"] and "math-scrolls" in box["cls"] and "math-more-right" in box["cls"]
+            assert box["overflow"] == "auto" and box["width"] <= 400 < box["scroll"]
+    context.close()
+
+
 def test_cursor_check_catches_dead_crosshairs(browser):
     context = _context(browser, 1400)
     page = context.new_page()
@@ -186,6 +240,7 @@ def _read(browser, site: str, page_path: str, width: int) -> dict[str, list[str]
     if page.evaluate("() => !!(window.MathJax && MathJax.startup && MathJax.startup.promise)"):
         page.evaluate("() => MathJax.startup.promise")
     page.wait_for_timeout(400)
+    page.wait_for_selector("html[data-figures-legible]", state="attached", timeout=10_000)  # book.js sized figures
     found = {"maths": page.evaluate(MATH_JS), "captions": page.evaluate(CAPTION_JS),
              "text": page.evaluate(TEXT_JS, MIN_TEXT_PX), "cursor": page.evaluate(CURSOR_JS),
              "search": page.evaluate(SEARCH_JS), "code": page.evaluate(CODE_JS)}
@@ -193,9 +248,8 @@ def _read(browser, site: str, page_path: str, width: int) -> dict[str, list[str]
     frames = page.evaluate("""() => Array.from(document.querySelectorAll('article img.av-frame'))
       .filter(i => i.getBoundingClientRect().width > 0)
       .map(i => ({src: i.src, natural: i.naturalWidth, shown: i.getBoundingClientRect().width}))""")
-    # Static figures are judged at desktop width (a phone reader zooms a figure); a viewer's frames at both widths,
-    # since a viewer is driven and read in place.
-    judged = images + [f for f in frames if f not in images] if width == WIDTHS[0] else frames
+    # Figures and a viewer's frames are judged at both widths, as shown: a phone reader reads them in place.
+    judged = images + [f for f in frames if f not in images]
     found["image text"] = tiny_image_text(judged, lambda src: image_bytes(src, HTML, site))
     height = page.evaluate("() => document.documentElement.scrollHeight")
     found["height"] = [f"the page is {height} px tall"] if width == WIDTHS[0] and height > MAX_PAGE_PX else []

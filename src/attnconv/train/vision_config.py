@@ -38,7 +38,7 @@ class TrainConfig:
         seed: seeds the initial weights, the data order, the augmentation and dropout.
         device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
         precision: ``"fp32"``, ``"bf16"`` (autocast, on the CPU or CUDA) or ``"auto"``: on CUDA bf16 when ``amp``,
-            on a CPU bf16 only where a start-up probe measured it faster (:mod:`attnconv.train.precision`).
+            on a CPU float32, with a start-up probe's bf16 speed in the record (:mod:`attnconv.train.precision`).
         amp: what ``precision="auto"`` means on CUDA: bfloat16 autocast (True) or float32 (ignored elsewhere).
         compile: wrap the model in ``torch.compile``.
         snapshots_per_epoch: how often the attention centres of Gaussian models are recorded.
