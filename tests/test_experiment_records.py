@@ -116,6 +116,18 @@ def test_chapter06_cpu_long_runs_finished_with_their_accuracies():
     assert not list(RESULTS.glob("**/checkpoint.pt")), "checkpoints stay outside the repository"
 
 
+def test_records_name_no_folder_of_the_machine_that_made_them():
+    """A record says where its data came from as a reader can read it (``$ATTNCONV_DATA/...``, ``~/...``), never
+    as an absolute folder of the machine that ran it."""
+    import re
+
+    absolute = re.compile(r"(?<![\w$~.<>])/(?:home|root|work|tmp|Users|mnt|srv|data|opt|var)/")
+    leaks = [f"{p.relative_to(RESULTS)}: {m.group(0)}" for p in sorted(RESULTS.rglob("*"))
+             if p.is_file() and p.suffix in (".json", ".jsonl", ".md")
+             for m in [absolute.search(p.read_text(encoding="utf-8"))] if m]
+    assert not leaks, leaks
+
+
 def test_chapter06_cpu_precision_benchmark_claims():
     """Chapter 06, 'Training in bfloat16 on this CPU': which models bf16 speeds up on the CPU that measured it."""
     from attnconv.models import MODEL_NAMES

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .nltk_zips import cached_corpora_dir
-from .paths import data_root
+from .paths import data_root, display_path
 
 __all__ = ["BLOCK_LINES", "PRETRAIN_CORPORA", "Corpus", "Document", "corpora_dir", "load_corpus", "read_documents",
            "split_sentences"]
@@ -75,7 +75,7 @@ class Corpus:
     Attributes:
         train: documents for the tokenizer and pretraining.
         validation: held-out documents for the masked-LM validation loss.
-        source: the folder the zips were read from.
+        source: the folder the zips were read from, as a reader may see it (:func:`~attnconv.data.paths.display_path`).
         description: a sentence for provenance records.
     """
 
@@ -221,4 +221,4 @@ def load_corpus(root: str | os.PathLike | None = None, corpora: tuple[str, ...] 
     words = sum(d.num_words for d in train) + sum(d.num_words for d in val)
     description = (f"NLTK corpora {', '.join(corpora)}: {words:,} words in {len(train) + len(val):,} documents, "
                    f"{len(val):,} held out for validation")
-    return Corpus(tuple(train), tuple(val), str(folder), description)
+    return Corpus(tuple(train), tuple(val), display_path(folder), description)

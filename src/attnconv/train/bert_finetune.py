@@ -24,6 +24,7 @@ from tokenizers import Tokenizer
 from tqdm import tqdm
 
 from ..data.corpus import corpora_dir
+from ..data.paths import display_path
 from ..data.hub import HUB_TASKS, load_hub_task
 from ..data.mlm import PairExamples, encode_pairs, pad_pairs
 from ..data.tasks import TaskData, load_task
@@ -79,7 +80,7 @@ def _task_source(task: str, root: str | os.PathLike | None, given: bool) -> str:
         return "given"
     if task in HUB_TASKS:
         return "hf:" + "/".join(HUB_TASKS[task][:2])
-    return str(corpora_dir(root))
+    return display_path(corpora_dir(root))
 
 
 def finetune_bert(config: FinetuneConfig, pretrained: str | os.PathLike, out_dir: str | os.PathLike, *,
