@@ -40,7 +40,7 @@ __all__ = ["MIN_SPEEDUP", "PRECISIONS", "check_precision", "precision_autocast",
 
 #: The values of a config's ``precision``.
 PRECISIONS = ("fp32", "bf16", "auto")
-#: A probe speed-up below this is within the noise of a shared machine: the record says bf16 was no faster.
+#: A probe speed-up below this is within the noise of a shared machine, and the record says bf16 was no faster.
 MIN_SPEEDUP = 1.1
 #: Untimed passes before the probe's timed ones (first-call allocation and kernel selection).
 PROBE_WARMUP = 1
