@@ -36,7 +36,7 @@ def test_reads_local_zip_in_class_order(tiny_cifar):
     first = example_image(0)
     assert first.label == "airplane" and first.is_real  # sorted paths: airplane before cat
     assert first.pixels.shape == (32, 32, 3) and first.pixels.dtype == torch.uint8
-    assert "CIFAR-10 test image 0 (airplane)" in first.source
+    assert "CIFAR-10 test image 0 in class order (airplane)" in first.source
     assert example_image(1).label == "cat"
 
 

@@ -93,7 +93,7 @@ def example_image(index: int = 0, split: str = "test") -> ExampleImage:
         raise RuntimeError(
             f"{archive}: expected {split}/<class>/NNNN.jpg holding 32x32 RGB images, found {name!r} of shape {pixels.shape}"
         )
-    return ExampleImage(torch.from_numpy(pixels.copy()), label, f"CIFAR-10 {split} image {index} ({label}), from {archive.name}")
+    return ExampleImage(torch.from_numpy(pixels.copy()), label, f"CIFAR-10 {split} image {index} in class order ({label}), from {archive.name}")
 
 
 def _example_from_arrays(index: int, split: str) -> ExampleImage:
@@ -108,7 +108,7 @@ def _example_from_arrays(index: int, split: str) -> ExampleImage:
     order = torch.sort(labels, stable=True).indices  # by class, then by place in the copy
     label = CIFAR10_CLASSES[int(labels[order[index]])]
     return ExampleImage(images[order[index]].clone(), label,
-                        f"CIFAR-10 {split} image {index} ({label}), from the {data.description}")
+                        f"CIFAR-10 {split} image {index} in class order ({label}), from the {data.description}")
 
 
 def stand_in_notice(what: str) -> str:
