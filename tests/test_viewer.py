@@ -260,6 +260,29 @@ def test_kernel_strip_prints_its_values_and_panels_take_their_own_labels():
         HeatmapViewer([strip, band], {"b": [0, 1]}, ["kernel", "band"], col_labels=[["a"] * 4, None])
 
 
+def test_labels_keep_their_size_and_labelled_panels_are_marked_for_the_phone_layout():
+    """Labels are drawn at LABEL_PX whatever the cell (a 4 px cell would give 3.6 px tokens if they followed it):
+    rows with labels are at least LABEL_PX + 2 tall, a strip that prints its values gets cells wide enough for
+    them, and panels with labels carry av-labelled, which the phone layout leaves at full size."""
+    import numpy as np
+
+    from attnconv.viewer import LABEL_PX, VALUE_CELL_PX, HeatmapViewer
+
+    maps = np.random.default_rng(0).random((2, 1, 6, 9))
+    page = HeatmapViewer(maps, {"head": [1, 2]}, ["kernels"], cell=4, row_labels=list("abcdef"),
+                         col_labels=[str(d) for d in range(-4, 5)])._repr_html_()
+    sizes = [float(x) for x in re.findall(r"font-size: ([\d.]+)px", page)]
+    assert sizes and min(sizes) >= LABEL_PX >= 10, sizes
+    assert f"height: {LABEL_PX + 2:.2f}px" in page and "width: 36px; height: 84px" in page  # 9 x 4, 6 x 14
+    assert page.count('class="av-panel av-labelled"') == 1
+    strip = np.random.default_rng(1).random((2, 1, 5))
+    page = HeatmapViewer([strip, maps[:, 0]], {"b": [0, 1]}, ["kernel", "plain"], show_values=[0])._repr_html_()
+    assert f"width: {5 * VALUE_CELL_PX}px; height: 24px" in page, "the strip's cells fit their printed values"
+    assert page.count('class="av-panel av-labelled"') == 1 and page.count('class="av-panel"') == 1
+    css = page[page.index("<style>"):page.index("</style>")]
+    assert ".av-panel:not(.av-labelled) {max-width: 100px;}" in css and "justify-content: safe center" in css
+
+
 def test_numbered_figure_needs_a_key_and_shows_its_object(capsys):
     from attnconv.display import numbered_figure
 

@@ -29,6 +29,11 @@ import numpy as np
 
 __all__ = ["FrameViewer", "HeatmapViewer"]
 
+# Text beside and under the maps (tokens, offsets, a kernel's printed weights), in CSS pixels: it is drawn at this
+# size whatever the size of a map's cells, so that it stays legible on a phone and on a wide screen alike.
+LABEL_PX = 12
+VALUE_CELL_PX = 40  # the narrowest cell of a strip that prints its values ("0.50" at LABEL_PX)
+
 
 def _asset(name: str) -> str:
     """The text of ``viewer_assets/<name>``, package data shipped beside this module."""
@@ -92,10 +97,12 @@ class _Viewer:
             if all(isinstance(v, str) for v in values):
                 options = "".join(f'<option value="{n}"{" selected" if n == start else ""}>{html.escape(lab)}</option>'
                                   for n, lab in enumerate(self.labels[name]))
-                parts.append(f'<label>{html.escape(name)} <select class="av-control" aria-label="{html.escape(name)}">'
+                parts.append(f'<label><span class="av-name">{html.escape(name)}</span> '
+                             f'<select class="av-control" aria-label="{html.escape(name)}">'
                              f"{options}</select></label>")
             else:
-                parts.append(f'<label>{html.escape(name)} <input class="av-control" type="range" min="0" '
+                parts.append(f'<label><span class="av-name">{html.escape(name)}</span> '
+                             f'<input class="av-control" type="range" min="0" '
                              f'max="{len(values) - 1}" step="1" value="{start}" aria-label="{html.escape(name)}">'
                              f'<span class="av-value" data-i="{i}">{html.escape(self.labels[name][start])}</span>'
                              "</label>")
@@ -186,7 +193,9 @@ class HeatmapViewer(_Viewer):
             (a query pixel). Clicking a panel then moves those two controls to the clicked pixel.
         image: optional ``(H', W', 3)`` RGB image in [0, 1] shown, unchanging, before the panels (the input).
         cmap: a matplotlib colormap name.
-        cell: size of one map cell in CSS pixels (default: the longer side of a map spans 120 pixels).
+        cell: size of one map cell in CSS pixels (default: the longer side of a map spans 120 pixels). Rows with
+            labels are at least ``LABEL_PX + 2`` tall, and a strip that prints its values at least
+            ``VALUE_CELL_PX`` wide per cell, so that their text keeps its size.
         row_labels, col_labels: optional text beside each row and under each column of every map (tokens,
             offsets); each must have one entry per row (column) of every panel. ``col_labels`` may instead give
             one sequence (or ``None``) per panel, for panels of different widths.
@@ -281,27 +290,37 @@ class HeatmapViewer(_Viewer):
         for p, ((h, w), title) in enumerate(zip(self.shapes, self.panels)):
             cell = self.cell or 120 / max(h, w)
             col_labels = self.col_labels[p] if self.col_labels else None
-            style = f"width: {max(w * cell, 24):.0f}px; height: {max(h * cell, 24):.0f}px"
+            # Labels are drawn at 10-12 px whatever the cell: a strip that prints its values gets cells wide enough
+            # for "0.50" at 12 px, and row labels set the rows' height when the cells are smaller than a line.
+            cell_w = max(cell, VALUE_CELL_PX) if p in self.show_values else cell
+            cell_h = max(cell, LABEL_PX + 2) if self.row_labels else cell
+            style = f"width: {max(w * cell_w, 24):.0f}px; height: {max(h * cell_h, 24):.0f}px"
             mark = '<div class="av-mark"></div>' if self.mark else ""
             box = (f'<div class="av-frame-box"><canvas class="av-map" width="{w}" height="{h}" style="{style}">'
                    f"</canvas>{mark}</div>")
+            labelled = bool(self.row_labels or col_labels or p in self.show_values)
             if self.row_labels:
-                rows = "".join(f'<div style="height: {cell:.2f}px; line-height: {cell:.2f}px">{html.escape(t)}</div>'
+                row_h = max(h * cell_h, 24) / h
+                rows = "".join(f'<div style="height: {row_h:.2f}px; line-height: {row_h:.2f}px">{html.escape(t)}</div>'
                                for t in self.row_labels)
-                box = f'<div class="av-rows" style="font-size: {max(10, min(cell * 0.9, 12)):.0f}px">{rows}</div>{box}'
+                box = f'<div class="av-rows" style="font-size: {LABEL_PX}px">{rows}</div>{box}'
             if col_labels or p in self.show_values:
-                width = max(w * cell, 24) / w  # the map is at least 24 px wide
+                width = max(w * cell_w, 24) / w  # the map is at least 24 px wide
                 under = ""
                 if p in self.show_values:  # filled in by the page's script for the current setting
-                    under += (f'<div class="av-cols av-vals" data-panel="{p}" style="font-size: 10px">'
+                    under += (f'<div class="av-cols av-vals" data-panel="{p}" style="font-size: {LABEL_PX}px">'
                               + f'<span style="width: {width:.2f}px"></span>' * w + "</div>")
                 if col_labels:
-                    under += (f'<div class="av-cols" style="font-size: {max(10, min(cell * 0.8, 11)):.0f}px">'
+                    under += (f'<div class="av-cols" style="font-size: {LABEL_PX}px">'
                               + "".join(f'<span style="width: {width:.2f}px">{html.escape(t)}</span>'
                                         for t in col_labels) + "</div>")
                 box = f'<div class="av-grid">{box}<div></div><div>{under}</div></div>'
             elif self.row_labels:
                 box = f'<div class="av-grid">{box}</div>'
-            parts.append(f'<div class="av-panel">{box}<div>{html.escape(title)}</div></div>')
-        return (f'<div class="av-panels">{"".join(parts)}</div><div class="av-colorbar">0 '
+            # A labelled panel keeps its full size on a phone (its labels need it): it wraps onto its own line, and
+            # scrolls within the viewer when it is wider than the screen.
+            parts.append(f'<div class="av-panel{" av-labelled" if labelled else ""}">{box}'
+                         f'<div class="av-panel-title">{html.escape(title)}</div></div>')
+        return (f'<div class="av-scroll-hint" hidden>wider than the screen: scroll the maps sideways</div>'
+                f'<div class="av-panels">{"".join(parts)}</div><div class="av-colorbar">0 '
                 '<canvas class="av-cbar" width="256" height="1"></canvas><span class="av-vmax"></span></div>')

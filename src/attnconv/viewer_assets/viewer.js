@@ -96,6 +96,22 @@
       });
     }
   }
+  // Every control's name as wide as the longest ("b₋₂" is wider than "b₀"), so that the sliders line up.
+  function alignNames() {
+    var names = Array.prototype.slice.call(root.querySelectorAll(".av-name")), widest = 0;
+    names.forEach(function (n) { n.style.minWidth = ""; widest = Math.max(widest, n.getBoundingClientRect().width); });
+    names.forEach(function (n) { n.style.minWidth = Math.ceil(widest) + "px"; });
+  }
+  // Maps wider than the screen scroll sideways in their row; a line above them says so.
+  function markScroll() {
+    var row = root.querySelector(".av-panels"), hint = root.querySelector(".av-scroll-hint");
+    if (!row || !hint) return;
+    var more = row.scrollWidth > row.clientWidth + 1;
+    hint.hidden = !more;
+    if (more) row.tabIndex = 0; else row.removeAttribute("tabindex");
+  }
+  alignNames(); markScroll();
+  window.addEventListener("resize", function () { alignNames(); markScroll(); });
   inputs.forEach(function (el) {
     el.addEventListener("input", function () { showValues(); draw(); });
     el.addEventListener("change", function () { showValues(); draw(); });
