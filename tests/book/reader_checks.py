@@ -6,8 +6,11 @@ and runs all of them on every page of the built book.
 
 - display maths that is neither contained in the column nor scrollable, and inline maths that leaves its line;
 - figures (images, viewers) with no numbered caption;
-- text smaller than 9 px as displayed: page text, and the text drawn inside figure images (read from the size
+- text smaller than 9 px as displayed: page text (its font size times the scale a transform, a CSS zoom or an
+  SVG's viewBox shows it at), and the text drawn inside figure images (read from the size
   :mod:`attnconv.figures.legibility` writes into each PNG, times the scale the image is shown at);
+- viewers whose content starts left of their box (or of the scroller it sits in), where no scrolling reaches,
+  or is cut off by a box that does not scroll, and viewers whose maps overlap one another;
 - crosshair cursors on maps that do nothing when clicked, and more than one search field in view;
 - stand-in data under prose that says the page shows real data.
 """
@@ -76,7 +79,10 @@ CAPTION_JS = r"""() => {
     .map(s => `${s} has no numbered caption`);
 }"""
 
-# Page text as displayed: every visible element with text of its own, outside maths, in px.
+# Page text as displayed: every visible element with text of its own, outside maths, in px. The computed font size
+# is scaled by what shrinks it on screen: a transform or a CSS zoom (the element's box against its own layout size;
+# the larger of the two ratios, so that a rotation does not read as a shrink), or an SVG's viewBox (its screen
+# matrix). A viewer that writes its labels in HTML or SVG is judged like any other text.
 TEXT_JS = r"""(min) => {
   const out = [];
   document.querySelectorAll('article *').forEach(el => {
@@ -85,8 +91,52 @@ TEXT_JS = r"""(min) => {
     if (!own) return;
     const r = el.getBoundingClientRect();
     if (r.width === 0 || r.height === 0) return;
-    const px = parseFloat(getComputedStyle(el).fontSize);
-    if (px < min) out.push(`"${el.textContent.trim().slice(0, 30)}" is ${px.toFixed(1)} px`);
+    let scale = 1;
+    if (el instanceof SVGElement) {
+      const m = el.getScreenCTM && el.getScreenCTM();
+      if (m) scale = Math.hypot(m.c, m.d);
+    } else if (el.offsetWidth > 0 && el.offsetHeight > 0) {
+      scale = Math.max(r.width / el.offsetWidth, r.height / el.offsetHeight);
+    }
+    const px = parseFloat(getComputedStyle(el).fontSize) * scale;
+    if (px < min) out.push(`"${el.textContent.trim().slice(0, 30)}" is ${px.toFixed(1)} px`
+                           + (Math.abs(scale - 1) > 0.01 ? ` as shown (${(px / scale).toFixed(1)} px, shown at ${scale.toFixed(2)})` : ''));
+  });
+  return out;
+}"""
+
+# A viewer's content can be reached: nothing starts left of the viewer's box, or of the scroller it sits in
+# (a box scrolls only rightwards from its start, so what lies left of it is lost, as a centred map wider than its
+# panel was); nothing is cut off by a box that clips without scrolling; and no two of its maps overlap.
+VIEWER_JS = r"""() => {
+  const out = [];
+  document.querySelectorAll('article .attnconv-viewer').forEach(v => {
+    const vr = v.getBoundingClientRect();
+    if (vr.width === 0) return;
+    const name = (v.querySelector('.av-title') || v).innerText.trim().slice(0, 40);
+    let left = 0, cut = 0;
+    v.querySelectorAll('*').forEach(el => {
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 || r.height === 0) return;
+      let start = vr.left;
+      for (let a = el.parentElement; a && a !== v; a = a.parentElement) {
+        const st = getComputedStyle(a);
+        if (st.overflowX === 'visible') continue;
+        const ar = a.getBoundingClientRect();
+        start = ar.left + a.clientLeft - a.scrollLeft;  // where its scrollable content begins
+        if (['hidden', 'clip'].includes(st.overflowX)) cut = Math.max(cut, r.right - (ar.left + a.clientLeft + a.clientWidth));
+        break;
+      }
+      left = Math.max(left, start - r.left);
+    });
+    if (left > 1) out.push(`viewer "${name}": content starts ${Math.round(left)} px left of its box, out of reach`);
+    if (cut > 1) out.push(`viewer "${name}": content is cut ${Math.round(cut)} px short by a box that does not scroll`);
+    const maps = Array.from(v.querySelectorAll('canvas.av-map, img.av-frame, img.av-input'))
+      .map(m => m.getBoundingClientRect()).filter(r => r.width > 0 && r.height > 0);
+    maps.forEach((a, i) => maps.slice(i + 1).forEach((b, j) => {
+      const w = Math.min(a.right, b.right) - Math.max(a.left, b.left), h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+      if (w > 1 && h > 1) out.push(`viewer "${name}": maps ${i} and ${i + j + 1} overlap (${Math.round(w)} x ${Math.round(h)} px)`);
+    }));
   });
   return out;
 }"""

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from .conftest import HTML
-from .reader_checks import (CAPTION_JS, CODE_JS, CURSOR_JS, IMAGES_JS, MATH_JS, MIN_TEXT_PX, SEARCH_JS, TEXT_JS, image_bytes,
-                            stand_in_claims, tiny_image_text)
+from .reader_checks import (CAPTION_JS, CODE_JS, CURSOR_JS, IMAGES_JS, MATH_JS, MIN_TEXT_PX, SEARCH_JS, TEXT_JS, VIEWER_JS,
+                            image_bytes, stand_in_claims, tiny_image_text)
 from .test_reader_view import _pieces
 
 PAGES = sorted(str(p.relative_to(HTML)) for p in HTML.rglob("*.html")
@@ -85,6 +85,62 @@ def test_text_check_catches_tiny_text(browser):
     assert len(page.evaluate(TEXT_JS, MIN_TEXT_PX)) == 1
     _set(page, '<p>body text</p><div style="font-size:12px"><span>5</span></div>')
     assert page.evaluate(TEXT_JS, MIN_TEXT_PX) == []
+    context.close()
+
+
+def test_text_check_judges_text_as_shown_after_transforms_zoom_and_svg_scaling(browser):
+    """12 px labels shown at half size (a scaled viewer, a zoomed box, an SVG drawn at half its viewBox) read as
+    6 px; the same labels at full size, or turned on their side, pass."""
+    label = '<span style="font-size:12px">token</span>'
+    wrong = [f'<div style="transform:scale(0.5);transform-origin:0 0">{label}</div>',
+             f'<div style="zoom:0.5">{label}</div>',
+             '<svg width="100" height="50" viewBox="0 0 200 100"><text x="0" y="20" font-size="12">δ</text></svg>']
+    right = [f'<div style="transform:scale(1)">{label}</div>',
+             f'<div style="transform:rotate(90deg);width:60px">{label}</div>',
+             '<svg width="200" height="100" viewBox="0 0 200 100"><text x="0" y="20" font-size="12">δ</text></svg>']
+    context = _context(browser, 400)
+    page = context.new_page()
+    for body in wrong:
+        _set(page, f"<p>body text</p>{body}")
+        found = page.evaluate(TEXT_JS, MIN_TEXT_PX)
+        assert len(found) == 1 and "6.0 px as shown" in found[0], (body, found)
+    for body in right:
+        _set(page, f"<p>body text</p>{body}")
+        assert page.evaluate(TEXT_JS, MIN_TEXT_PX) == [], body
+    context.close()
+
+
+def test_viewer_check_catches_maps_out_of_reach_and_overlapping(browser):
+    """A map wider than its panel, centred in it, starts left of the scroller (the row of panels) and cannot be
+    scrolled to; so can a map pushed left by a negative margin. Two maps drawn over each other, and a map cut by a
+    box that clips, are caught too. The same maps starting at their box's edge, scrolling, pass."""
+    def viewer(body):
+        return (f'<div class="attnconv-viewer" style="width:352px"><div class="av-title">t</div>'
+                f'<div class="av-panels" style="display:flex;overflow-x:auto">{body}</div></div>')
+
+    canvas = '<canvas class="av-map" width="33" height="26" style="width:396px;height:312px"></canvas>'
+    small = '<canvas class="av-map" width="5" height="1" style="width:120px;height:24px"></canvas>'
+    grid = '<div style="display:grid;grid-template-columns:auto;justify-content:{}">' + canvas + '</div>'
+    wrong = {"centred in a narrow panel": viewer(f'<div style="max-width:100px">{grid.format("center")}</div>'),
+             "negative margin": viewer(f'<div style="margin-left:-40px">{small}</div>'),
+             "overlapping": viewer(f'<div style="width:100px">{small}</div><div>{small}</div>'),
+             "clipped": viewer(f'<div style="width:200px;overflow:hidden">{canvas}</div>')}
+    expected = {"centred in a narrow panel": "left of its box", "negative margin": "left of its box",
+                "overlapping": "overlap", "clipped": "cut"}
+    right = {"safe centre": viewer(f'<div style="max-width:100px">{grid.format("safe center")}</div>'),
+             "scrolls from its start": viewer(f'<div style="flex:none">{canvas}</div>'),
+             "side by side": viewer(f'<div>{small}</div><div>{small}</div>')}
+    context = _context(browser, 400)
+    page = context.new_page()
+    for name, body in wrong.items():
+        _set(page, body)
+        found = page.evaluate(VIEWER_JS)
+        assert len(found) == 1 and expected[name] in found[0], (name, found)
+    for name, body in right.items():
+        _set(page, body)
+        assert page.evaluate(VIEWER_JS) == [], (name, page.evaluate(VIEWER_JS))
+    _set(page, right["scrolls from its start"])
+    assert page.evaluate("() => { const r = document.querySelector('.av-panels'); return r.scrollWidth > r.clientWidth; }")
     context.close()
 
 
@@ -243,7 +299,7 @@ def _read(browser, site: str, page_path: str, width: int) -> dict[str, list[str]
     page.wait_for_selector("html[data-figures-legible]", state="attached", timeout=10_000)  # book.js sized figures
     found = {"maths": page.evaluate(MATH_JS), "captions": page.evaluate(CAPTION_JS),
              "text": page.evaluate(TEXT_JS, MIN_TEXT_PX), "cursor": page.evaluate(CURSOR_JS),
-             "search": page.evaluate(SEARCH_JS), "code": page.evaluate(CODE_JS)}
+             "search": page.evaluate(SEARCH_JS), "code": page.evaluate(CODE_JS), "viewers": page.evaluate(VIEWER_JS)}
     images = page.evaluate(IMAGES_JS)
     frames = page.evaluate("""() => Array.from(document.querySelectorAll('article img.av-frame'))
       .filter(i => i.getBoundingClientRect().width > 0)
