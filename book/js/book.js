@@ -60,6 +60,8 @@
     // Code listings keep their lines and scroll; the same edge shadow says that a line goes on.
     document.querySelectorAll("div.highlight > pre").forEach(markOverflow);
     document.querySelectorAll("div.figure-scroll").forEach(markOverflow);
+    // So do tables wider than their column (the theme's wrapper, and the one attnconv.display writes).
+    document.querySelectorAll("div.pst-scrollable-table-container, div.attnconv-table-wrap").forEach(markOverflow);
   }
 
   // A figure's smallest text, as attnconv.figures.legibility writes it into the PNG (a tEXt chunk, before the

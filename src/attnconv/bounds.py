@@ -1,6 +1,6 @@
 """How far a finite-α quadratic head is from hard attention, and what that costs a convolution.
 
-Head h centred on Δ gives the key at δ = k - q the weight e^{-α‖δ-Δ‖²} / Z. Let
+Head h centred on Δ gives the key at δ = j - q the weight e^{-α‖δ-Δ‖²} / Z. Let
 S(α) = Σ_{δ ∈ Z^d, δ ≠ 0} e^{-α‖δ‖²} = θ(α)^d - 1 with θ(α) = Σ_{n ∈ Z} e^{-α n²}. When the target key
 exists, the mass the head puts anywhere else is
 

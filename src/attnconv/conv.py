@@ -8,7 +8,7 @@ kernel grid, and multiplies each by its own D_in x D_out matrix W_Δ:
 Tensors here are channels-last, as in the paper: a sequence is ``(B, L, C)`` and an image is
 ``(B, H, W, C)``. Weights keep PyTorch's layout ``(C_out, C_in, *kernel_size)`` so that they can be copied
 from ``nn.Conv1d`` / ``nn.Conv2d`` unchanged. Sign convention used throughout the book: a shift Δ is
-*key minus query*, δ = k - q.
+*key minus query*, δ = j - q.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ runs and architectures:
 
 - :func:`gaussian_probs`: the attention of every head over a token grid, from its centre and precision. A head
   with centre Δ and precision P (α I for the quadratic encoding) gives query q the distribution
-  p(k | q) ∝ exp(-(k - q - Δ)ᵀ P (k - q - Δ)) over the keys k of the grid, exactly as the model does.
-- :func:`mean_distance`: the mean attention distance, Σ_k p(k | q) ‖k - q‖ averaged over every query q, in
+  p(j | q) ∝ exp(-(j - q - Δ)ᵀ P (j - q - Δ)) over the keys j of the grid, exactly as the model does.
+- :func:`mean_distance`: the mean attention distance, Σ_j p(j | q) ‖j - q‖ averaged over every query q, in
   pixels (a token is ``block`` pixels wide). A head far from its query, or a wide one, reads far away.
 - :func:`layer_reach`: per layer, the heads' centres, α, mean distances and the share of heads with α > 1, for
   one ``centers.jsonl`` snapshot; :func:`run_reach` for the first and last snapshot of a run.
@@ -55,14 +55,14 @@ def gaussian_probs(centers: Tensor, precision: Tensor, grid: Sequence[int]) -> T
     if centers.dim() != 2 or centers.shape[1] != 2 or precision.shape != (centers.shape[0], 2, 2):
         raise ValueError(f"centers must be (N_h, 2) and precision (N_h, 2, 2), got {tuple(centers.shape)} and "
                          f"{tuple(precision.shape)}")
-    delta = relative_offsets(tuple(grid)).to(torch.float64)  # (N, N, 2): k - q
+    delta = relative_offsets(tuple(grid)).to(torch.float64)  # (N, N, 2): j - q
     diff = delta[None] - centers[:, None, None, :]  # (N_h, N, N, 2)
     logits = -torch.einsum("hqki,hij,hqkj->hqk", diff, precision, diff)
     return torch.softmax(logits, dim=-1)
 
 
 def mean_distance(probs: Tensor, grid: Sequence[int], block: int = 1) -> Tensor:
-    """Mean attention distance of each head, ``(N_h,)``: Σ_k p(k | q) ‖k - q‖, averaged over all queries q, times
+    """Mean attention distance of each head, ``(N_h,)``: Σ_j p(j | q) ‖j - q‖, averaged over all queries q, times
     ``block`` (pixels per token side). ``probs`` is ``(N_h, N, N)`` (or ``(B, N_h, N, N)``, averaged over B)."""
     probs = torch.as_tensor(probs, dtype=torch.float64)
     if probs.dim() == 4:

@@ -154,7 +154,9 @@ SEARCH_JS = r"""() => { const shown = Array.from(document.querySelectorAll('.sea
 
 # A code listing or printed output wider than its box either wraps or scrolls with a visible cue (book.js marks
 # it math-scrolls and draws a shadow at the edge that has more); a silent scroller looks like clipped text.
-CODE_JS = r"""() => Array.from(document.querySelectorAll('article pre'))
+# Tables wider than their column (the theme's wrapper and attnconv.display's) and wide figures scroll the same way.
+CODE_JS = r"""() => Array.from(document.querySelectorAll(
+    'article pre, article div.pst-scrollable-table-container, article div.attnconv-table-wrap, article div.figure-scroll'))
   .filter(p => p.getBoundingClientRect().width > 0 && p.scrollWidth > p.clientWidth + 1)
   .filter(p => !p.classList.contains('math-scrolls'))
   .map(p => `"${p.textContent.trim().slice(0, 40)}" runs ${p.scrollWidth - p.clientWidth} px past its box with no cue`)"""

@@ -242,6 +242,12 @@ def test_code_check_catches_silent_scrollers(browser):
     assert page.evaluate(CODE_JS) == []
     _set(page, f'<pre style="white-space:pre-wrap">{line}</pre>')
     assert page.evaluate(CODE_JS) == [], "wraps"
+    table = f'<table><tr><td style="white-space:nowrap">{line}</td><td>result</td></tr></table>'
+    for wrapper in ("pst-scrollable-table-container", "attnconv-table-wrap"):
+        _set(page, f'<div class="{wrapper}" style="overflow-x:auto">{table}</div>')
+        assert len(page.evaluate(CODE_JS)) == 1, f"a table that scrolls in a {wrapper} with no cue"
+        _set(page, f'<div class="{wrapper} math-scrolls" style="overflow-x:auto">{table}</div>')
+        assert page.evaluate(CODE_JS) == []
     context.close()
 
 

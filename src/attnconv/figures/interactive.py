@@ -148,7 +148,7 @@ def attention_viewer(probs: Tensor, grid: Sequence[int], panels: Sequence[str] |
 
 
 def quadratic_query_maps(centers, precision, grid: Sequence[int], queries: Sequence[Sequence[int]]) -> Tensor:
-    """The content-free attention of Gaussian heads: softmax over keys k of -(δ - Δ)ᵀ Σ⁻¹ (δ - Δ), δ = k - q.
+    """The content-free attention of Gaussian heads: softmax over keys j of -(δ - Δ)ᵀ Σ⁻¹ (δ - Δ), δ = j - q.
 
     Args:
         centers: ``(L, N_h, 2)`` centres Δ^(h) of every layer.

@@ -1,6 +1,6 @@
 """The quadratic (isotropic Gaussian) relative encoding of Cordonnier et al. 2020, Lemma 2.
 
-With the relative position δ = k - q, the encoding r_δ = (‖δ‖², δ_1, ..., δ_d) and the positional query
+With the relative position δ = j - q, the encoding r_δ = (‖δ‖², δ_1, ..., δ_d) and the positional query
 v^(h) = -α^(h) (1, -2Δ^(h)_1, ..., -2Δ^(h)_d), head h's logit is
 
     v^(h) · r_δ = -α^(h) (‖δ - Δ^(h)‖² - ‖Δ^(h)‖²),

@@ -33,7 +33,7 @@ def encoding_logit(delta: Sequence[sp.Expr], center: Sequence[sp.Expr], sign: in
     """v·r_δ with r_δ = (‖δ‖², δ_1, ..., δ_d) and v = sign·α(1, cΔ_1, ..., cΔ_d); ``sign=-1, c=-2`` is the library's.
 
     Args:
-        delta: the offset δ = k - q, one SymPy expression per axis.
+        delta: the offset δ = j - q (key minus query), one SymPy expression per axis.
         center: the head's centre Δ, one per axis.
         sign: -1 for the encoding of the paper (``positional_query``), +1 for the opposite sign (a false variant).
         coefficient: c, -2 in the paper (+2 puts the peak on -Δ: a false variant).

@@ -25,7 +25,8 @@ def device_description(device: torch.device) -> str:
             if line.startswith("model name"):
                 name = line.split(":", 1)[1].strip()
                 break
-    return f"CPU: {name}, {os.cpu_count()} cores, {torch.get_num_threads()} threads"
+    threads = torch.get_num_threads()
+    return f"CPU: {name}, {os.cpu_count()} cores, {threads} thread{'' if threads == 1 else 's'}"
 
 
 def git_commit(path: Path | None = None) -> dict[str, Any]:
