@@ -181,3 +181,17 @@ def test_chapter03_quadratic_layer_benchmark_claims():
     assert round(flushed["speedup_vs_official"], 2) == 1.01
     assert all(0.2 < b["ratios"]["memory_vs_official"] < 0.33 for b in bench.values())
     assert all(b["meta"]["load_average_before"] and b["meta"]["cpu_model"] for b in bench.values())
+
+
+def test_chapter07_long_pretraining_runs():
+    """Chapter 07, 'Accuracy against pretraining budget': the cpu-long BERTs ran 4,000 steps in bf16 at the cpu-quick
+    size from committed code, and their masked-LM loss fell from the cpu-quick runs' (float32, 1,500 steps)."""
+    from attnconv.train import load_bert_runs
+
+    pre = {(r.final["config"], r.final["variant"]): r for r in load_bert_runs(RESULTS) if r.is_pretraining}
+    for variant, (short, long) in {"composite-noabs": (5.31, 4.47), "absolute": (6.29, 5.67)}.items():
+        q, l = pre["cpu-quick", variant], pre["cpu-long", variant]
+        assert l.final["steps"] == 4000 and not l.final["stopped_early"] and l.provenance["dirty"] is False
+        assert l.provenance["precision"]["used"] == "bf16" and q.provenance["config"].get("precision", "fp32") == "fp32"
+        assert l.provenance["model_config"] == q.provenance["model_config"]
+        assert (round(q.final["val_loss"], 2), round(l.final["val_loss"], 2)) == (short, long)

@@ -69,6 +69,8 @@ def test_extrapolation_statement_says_what_the_fit_implies():
     assert "does not rise" in flat
     above = extrapolation_statement([_point(10**6, 0.60), _point(10**7, 0.75)], 0.70)
     assert "above the baseline" in above and "would reach" not in above
+    level = extrapolation_statement([_point(10**6, 0.60), _point(10**7, 0.7003)], 0.70)
+    assert "level with the baseline (70.0%)" in level and "points above" not in level and "would reach" not in level
     with pytest.raises(ValueError, match="one variant and one task"):
         extrapolation_statement([_point(10**6, 0.6), CurvePoint("fixed", "mr", 10**7, 1, 0.6, 0, 1, "y", "c")], 0.7)
 

@@ -125,8 +125,10 @@ def extrapolation_statement(points: Sequence[CurvePoint], baseline: float, basel
     v, t = points[0].variant, points[0].task.upper()
     last = max(points, key=lambda p: p.tokens)
     gap = 100 * (baseline - last.acc_mean)
+    side = ("level with" if abs(gap) < 0.05 else  # equal at the one decimal printed
+            f"{abs(gap):.1f} points {'below' if gap > 0 else 'above'}")
     where = (f"{v} on {t}: {100 * last.acc_mean:.1f}% after {_tokens(last.tokens)} pretraining tokens, "
-             f"{abs(gap):.1f} points {'below' if gap > 0 else 'above'} {baseline_name} ({100 * baseline:.1f}%)")
+             f"{side} {baseline_name} ({100 * baseline:.1f}%)")
     if len({p.tokens for p in points}) < 2:
         return where + "; one budget, so no trend yet."
     fit = loglinear_fit(points)
