@@ -69,18 +69,24 @@ def test_extrapolation_statement_says_what_the_fit_implies():
     assert "does not rise" in flat
     above = extrapolation_statement([_point(10**6, 0.60), _point(10**7, 0.75)], 0.70)
     assert "above the baseline" in above and "would reach" not in above
+    slow = extrapolation_statement([_point(3 * 10**6, 0.598), _point(8 * 10**6, 0.605)], 0.69)
+    assert "at about" in slow and "e+" not in slow and "T tokens" in slow and "times the largest" in slow
     level = extrapolation_statement([_point(10**6, 0.60), _point(10**7, 0.7003)], 0.70)
     assert "level with the baseline (70.0%)" in level and "points above" not in level and "would reach" not in level
     with pytest.raises(ValueError, match="one variant and one task"):
         extrapolation_statement([_point(10**6, 0.6), CurvePoint("fixed", "mr", 10**7, 1, 0.6, 0, 1, "y", "c")], 0.7)
 
 
-def test_committed_runs_give_one_budget_per_variant_so_far():
+def test_committed_runs_give_two_budgets_for_the_long_variants():
     runs = load_bert_runs(RESULTS)
     points = learning_curve(runs)
     assert points and all(p.config in ("cpu-quick", "cpu-long") for p in points)
     quick = [p for p in points if p.config == "cpu-quick"]
     assert {p.tokens for p in quick} == {1500 * 32 * 64}
+    for variant in ("composite-noabs", "absolute"):
+        for task in ("mr", "subj", "rte"):
+            budgets = {p.tokens for p in points if p.variant == variant and p.task == task}
+            assert budgets == {1500 * 32 * 64, 4000 * 32 * 64}, (variant, task)
     assert all(p.pretraining.startswith("bert-cpu-") for p in points)
     fig = plot_learning_curve(points, {"mr": 0.7, "subj": 0.85, "rte": 0.55}, ("mr", "subj", "rte"))
     assert len(fig.axes) == 3 and fig.axes[0].get_xscale() == "log"

@@ -109,7 +109,16 @@ def loglinear_fit(points: Sequence[CurvePoint]) -> LogLinearFit:
 
 
 def _tokens(n: float) -> str:
-    return f"{n / 1e9:.3g}B" if n >= 1e9 else f"{n / 1e6:.3g}M"
+    """3.07M, 81.3M, 28.5B, 1.89T: three significant figures with the largest unit that fits."""
+    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6)):
+        if n >= size:
+            return f"{n / size:.3g}{unit}"
+    return f"{n:,.0f}"
+
+
+def _times(x: float) -> str:
+    """9.93, 231,000: three significant figures, without exponents."""
+    return f"{x:.3g}" if x < 1000 else f"{float(f'{x:.3g}'):,.0f}"
 
 
 def extrapolation_statement(points: Sequence[CurvePoint], baseline: float, baseline_name: str = "the baseline") -> str:
@@ -141,4 +150,4 @@ def extrapolation_statement(points: Sequence[CurvePoint], baseline: float, basel
     if cross is None:
         return trend + f"; the trend does not rise, so it does not head towards {baseline_name}."
     return (trend + f". If that trend held, it would reach {baseline_name} at about {_tokens(cross)} tokens, "
-            f"{cross / last.tokens:.3g} times the largest budget run here.")
+            f"{_times(cross / last.tokens)} times the largest budget run here.")
