@@ -98,7 +98,11 @@ def plot_learning_curve(points: Sequence[Any], baselines: dict[str, float], task
         ax.set_xlabel("pretraining tokens")
         ax.grid(alpha=0.3, which="both")
     axes[0, 0].set_ylabel("fine-tuned test accuracy (%)")
-    axes[0, 0].legend(fontsize=7)
+    # One legend under the panels, so that it covers no point.
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    legend = fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), fontsize=9, frameon=False)
     enlarge_small_text(fig)  # legible where the book's column shows it scaled down
     fig.tight_layout()
+    fig.subplots_adjust(bottom=0.2 + 0.07 * ((len(labels) - 1) // 4))  # room for the legend's rows
+    legend.set_bbox_to_anchor((0.5, 0.0))
     return fig
