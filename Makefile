@@ -47,18 +47,23 @@ $(VENDOR)/.complete: $(STAMP) Makefile
 browser: $(STAMP)
 	$(BIN)/python -m tests.book.browser --install
 
-# The execution cache is keyed on each notebook's code, not on the data it reads. When the data a build would find
-# ($$ATTNCONV_DATA, the cache folder) differs from the last build's, the cached outputs are thrown away so that
-# every chapter runs again on what is there now.
+# The execution cache is keyed on each notebook's code, not on what that code reads: the data, the library (whose
+# viewers write their HTML into the outputs) and the committed results. When any of them differs from the last
+# build's, the cached outputs are thrown away so that every chapter runs again on what is there now.
 DATA_STAMP := _build/.data-fingerprint
+INPUTS_HASH = find src/attnconv results -type f ! -name '*.pyc' -print0 | LC_ALL=C sort -z | xargs -0 cat | \
+  $(BIN)/python -c "import hashlib, sys; print('library and results', hashlib.sha256(sys.stdin.buffer.read()).hexdigest())"
 
 book: $(STAMP) $(VENDOR)/.complete
 	@mkdir -p _build
-	@$(BIN)/python -m attnconv.data.fetch --fingerprint > $(DATA_STAMP).new
-	@cmp -s $(DATA_STAMP).new $(DATA_STAMP) || { echo "data changed since the last build: re-executing every chapter"; \
-	  rm -rf _build/.jupyter_cache; }
-	@mv $(DATA_STAMP).new $(DATA_STAMP)
-	$(BIN)/jupyter-book build -W -n --keep-going .
+	@{ $(BIN)/python -m attnconv.data.fetch --fingerprint && $(INPUTS_HASH); } > $(DATA_STAMP).new
+	@# Both the execution cache and Sphinx's own record of what it has read must go (--all): without --all, an
+	@# unchanged chapter is not read again, so it is not executed again either. The stamp moves into place only
+	@# after a build that succeeded, so a failed build re-executes everything next time too.
+	@if cmp -s $(DATA_STAMP).new $(DATA_STAMP); then all=""; else all="--all"; rm -rf _build/.jupyter_cache; \
+	  echo "data, library or results changed since the last build: re-executing every chapter"; fi; \
+	  echo "$(BIN)/jupyter-book build -W -n --keep-going $$all ."; \
+	  $(BIN)/jupyter-book build -W -n --keep-going $$all . && mv $(DATA_STAMP).new $(DATA_STAMP)
 
 test: test-lib test-notebooks test-course test-book
 
