@@ -25,7 +25,8 @@ import sympy as sp
 from ._symbolic import alpha, hard_limits
 from .result import ProofResult, combine, verify_equal
 
-__all__ = ["AxisLimit", "axis_limit", "encoding_logit", "gap_lemma", "nonnegative", "decide_conditions"]
+__all__ = ["AxisLimit", "axis_limit", "encoding_logit", "gap_lemma", "nonnegative", "positive", "decide_conditions",
+           "split_centre"]
 
 
 def encoding_logit(delta: Sequence[sp.Expr], center: Sequence[sp.Expr], sign: int = -1,
@@ -116,7 +117,7 @@ class AxisLimit:
     Attributes:
         proof: the derivation (verified only when the limit is one-hot on a unique nearest key).
         nearest: the nearest key's offset from the query (e.g. Δ for the centre Δ + 1/3).
-        ties: how many keys share the largest logit (2 for a half-integer centre).
+        ties: how many keys share the largest logit (2 for a half-integer centre; 0 when undecided).
         sign: the encoding's sign (-1: the paper's).
     """
 
@@ -129,20 +130,87 @@ class AxisLimit:
         """The limit weight of ``key`` for the query at ``query``: a Kronecker delta on the nearest key when the
         derivation holds; the split weight of a tie; and for the opposite sign, the limits of bounds that no
         longer hold (0 and ∞), so that nothing built on it can verify."""
+        if self.ties == 0:  # no unique nearest key was established: an unknown weight, so nothing verifies
+            return sp.Function("A_undecided")(key - query)
         nearest, other = hard_limits(self.sign, self.ties)
         hits = sum(sp.KroneckerDelta(key, query + self.nearest + t) for t in range(self.ties))
         return nearest * hits + other * (1 - hits)
+
+
+def positive(expr: sp.Expr) -> bool:
+    """True when ``expr`` is provably > 0: as a fraction P/Q of polynomials in nonnegative symbols, P and Q have
+    nonnegative coefficients and positive constant terms. A sound, incomplete test (like :func:`nonnegative`)."""
+    numerator, denominator = sp.fraction(sp.together(sp.expand(expr)))
+    for part in (sp.expand(numerator), sp.expand(denominator)):
+        if not nonnegative(part):
+            return False
+        constant = part.subs({s: 0 for s in part.free_symbols})
+        if not (constant.is_number and constant > 0):
+            return False
+    return True
+
+
+def split_centre(critical: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """Split a centre into an integer part and the rest: k + f with every term of k provably an integer.
+
+    A rational constant is rounded into k, so that a rational f lies in [-1/2, 1/2). Terms whose integrality
+    SymPy cannot decide (Δ/2 for an integer Δ, a real symbol f) stay in f, where the uniqueness test sees them.
+    """
+    terms = sp.Add.make_args(sp.expand(critical))
+    base = sum((t for t in terms if t.is_integer is True), sp.Integer(0))
+    frac = sp.expand(critical - base)
+    constant = sum((t for t in sp.Add.make_args(frac) if t.is_Rational), sp.Integer(0))
+    rounded = sp.floor(constant + sp.Rational(1, 2))
+    return base + rounded, frac - rounded
+
+
+def _separation(nearest: sp.Expr, frac: sp.Expr, critical: sp.Expr) -> ProofResult:
+    """The nearest key k* wins by a gap on each side, for the fractional part f = ``frac`` of the centre.
+
+    Keys to the right (k* + 1 + n) lose at least α(1 - 2f) and keys to the left (k* - 1 - n) at least α(1 + 2f),
+    n ≥ 0. Each gap is positive exactly when f < 1/2 (resp. f > -1/2): this is decided first, symbolically (f may
+    be a rational number or an expression in nonnegative symbols). Undecided means no unique nearest key is
+    established: the step fails and names the condition abs(f) < 1/2 that would be needed.
+    """
+    right, left = sp.Rational(1, 2) - frac, sp.Rational(1, 2) + frac
+    decided = {side: (gap.is_positive is True or positive(gap)) for side, gap in (("right", right), ("left", left))}
+    if not all(decided.values()):
+        condition = sp.Abs(frac) < sp.Rational(1, 2)
+        return ProofResult(
+            "undecided: no unique nearest key established",
+            f"the centre {critical} = {nearest} + f with f = {frac}; a unique nearest key needs {condition}, which "
+            "does not follow from the assumptions on its symbols", condition, scope="general",
+            variables=("Δ", "f"))
+    n = sp.Symbol("n", integer=True, nonnegative=True)
+    key, f = sp.Symbol("delta_k", integer=True), sp.Symbol("f", real=True)
+    h = sp.Symbol("h", positive=True)  # h = 1/2 - f (right) or 1/2 + f (left), decided > 0 above
+    logit = encoding_logit([key], [nearest + f])  # the paper's sign about the peak: the gap is a fact about δ*
+    margins = []
+    for step, gap in ((1, 1 - 2 * f), (-1, 1 + 2 * f)):
+        m = step * (1 + n)
+        margin = sp.expand((logit.subs(key, nearest) - logit.subs(key, nearest + m)) / alpha - gap)
+        margin = sp.expand(margin.subs(f, step * (sp.Rational(1, 2) - h)))
+        margins.append(sp.Integer(0) if nonnegative(margin) else margin)
+    return ProofResult("the nearest key wins by a gap",
+                       f"every key right of the nearest (offset {nearest}) is ≥ α(1 - 2f) below it, every key left "
+                       f"of it ≥ α(1 + 2f), f = {frac}, both gaps > 0", sp.Matrix(margins), scope="general",
+                       variables=("Δ", "f", "m ≠ 0", "α"))
 
 
 def axis_limit(center: sp.Expr, sign: int = -1, coefficient: int = -2) -> AxisLimit:
     """Derive the α → ∞ limit of a head whose positional query is v = sign·α(1, c·``center``), from its logit.
 
     Args:
-        center: the centre Δ in v: an integer-valued SymPy expression plus a rational constant (e.g. Δ, d·a - p,
-            Δ + 1/3 off-grid, Δ + 1/2 for a tie).
+        center: the centre Δ in v: any real SymPy expression, e.g. Δ, d·a - p, Δ + 1/3 (off-grid), Δ + 1/2 (a tie),
+            Δ + f with f = (u - v)/(2(1 + u + v)) for nonnegative u, v (every f in (-1/2, 1/2)). Whether it has a
+            unique nearest key is decided symbolically (:func:`split_centre`); Δ/2 or Δ + f with f unconstrained
+            is not verified, and the failing step names the condition abs(f) < 1/2.
         sign: the encoding's sign, -1 for the paper's (+1 is the false variant with no interior maximum).
         coefficient: c, -2 in the paper.
     """
+    center = sp.sympify(center)
+    if not center.is_real and center.is_real is not None or not isinstance(center, sp.Expr):
+        raise TypeError(f"center must be a real SymPy expression, got {center!r}")
     delta = sp.Symbol("delta", real=True)
     logit = encoding_logit([delta], [center], sign, coefficient)
     curvature = sp.diff(logit, delta, 2)
@@ -151,40 +219,31 @@ def axis_limit(center: sp.Expr, sign: int = -1, coefficient: int = -2) -> AxisLi
         "d²ℓ/dδ² < 0, so ℓ peaks at its critical point" if curvature.is_negative
         else f"d²ℓ/dδ² = {curvature} > 0: the critical point is a minimum, and the weight runs to the grid's ends",
         sp.Integer(0) if curvature.is_negative else curvature, scope="general", variables=("α", "Δ"))
-    critical = sp.expand(sp.solve(sp.diff(logit, delta), delta)[0])
+    critical = sp.expand(-coefficient * center / 2)  # the stationary point, checked against SymPy's solve:
+    if sp.simplify(sp.solve(sp.diff(logit, delta), delta)[0] - critical) != 0:
+        raise AssertionError(f"the stationary point of {logit} is not {critical}")
     # completing the square about the centre: ℓ(δ) = ℓ(Δ) + sign·α(δ - Δ)², so (with step 1) the peak is at Δ
     peak = verify_equal("completing the square about the centre",
                         f"ℓ(δ) = ℓ(Δ) {'-' if sign < 0 else '+'} α(δ - Δ)², Δ = {center}",
                         logit, logit.subs(delta, center) + sign * alpha * (delta - center) ** 2,
                         simplify=sp.expand, scope="general", variables=("α", "Δ", "δ"))
-    offset = sum((t for t in sp.Add.make_args(critical) if t.is_Rational), sp.Integer(0))
-    base = critical - offset
-    rounded = sp.floor(offset + sp.Rational(1, 2))
-    frac = offset - rounded  # in [-1/2, 1/2)
-    gap = 1 - 2 * abs(frac)
-    nearest = base + rounded
-    n = sp.Symbol("n", integer=True, nonnegative=True)
-    key = sp.Symbol("delta_k", integer=True)
-    integer_logit = encoding_logit([key], [critical])  # the paper's sign about the peak: the gap is a fact about δ*
-    margins = []
-    for step in (1, -1):
-        m = step * (1 + n)
-        margin = sp.expand((integer_logit.subs(key, nearest) - integer_logit.subs(key, nearest + m)) / alpha) - gap
-        margins.append(sp.Integer(0) if nonnegative(margin) else margin)
+    nearest, frac = split_centre(critical)
     ties = 1
-    if gap > 0:
-        separated = ProofResult("the nearest key wins by a gap",
-                                f"every other key's logit is ≥ α·g below the nearest key's (offset {nearest}), "
-                                f"g = {gap}", sp.Matrix(margins), scope="general", variables=("Δ", "m ≠ 0", "α"))
-    else:
-        ties = 2  # frac = -1/2: the keys at base + rounded - 1 and base + rounded are equally near
-        nearest = base + rounded - 1
-        difference = sp.expand(integer_logit.subs(key, nearest) - integer_logit.subs(key, nearest + 1))
+    if frac == -sp.Rational(1, 2):
+        ties = 2  # the keys at nearest - 1 and nearest are equally near
+        nearest = nearest - 1
+        key = sp.Symbol("delta_k", integer=True)
+        tied = encoding_logit([key], [critical])
+        difference = sp.expand(tied.subs(key, nearest) - tied.subs(key, nearest + 1))
         separated = ProofResult(f"tie: the keys at offsets {nearest} and {nearest + 1} have equal logits",
-                                f"g = {gap}: no unique nearest key (logit difference {difference}); the limit "
+                                f"g = 0: no unique nearest key (logit difference {difference}); the limit "
                                 "splits the weight", sp.Integer(1),  # residual 1: the premise g > 0 fails
                                 scope="general", variables=("Δ", "α"))
-    limit_nearest, limit_other = hard_limits(-1, ties)
+    else:
+        separated = _separation(nearest, frac, critical)
+        if separated.claim.startswith("undecided"):
+            ties = 0
+    limit_nearest, limit_other = hard_limits(-1, max(ties, 1))
     squeeze = ProofResult("hard-limit lemma", "a gap g > 0 gives weight → 1 on the nearest key and → 0 elsewhere",
                           sp.Matrix([limit_nearest - 1, limit_other]), scope="general",
                           variables=("M (keys)", "g > 0", "α"))
