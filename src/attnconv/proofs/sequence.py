@@ -14,13 +14,11 @@ every channel of a head.
 
 from __future__ import annotations
 
-import itertools
-
 import sympy as sp
-import torch
 
-from ..positional.sequence import relative_position_bucket
 from ._symbolic import minors_above_rank, reindex, sum_simplify
+from .conventions import attention_row, clip_offset, relative_offset
+from .kernels import alibi_kernel_decay, bucketed_kernel_is_piecewise_constant
 from .result import ProofResult, combine, verify_equal
 
 __all__ = [
@@ -36,12 +34,7 @@ __all__ = [
 ]
 
 
-def _clip(delta: int, k: int) -> int:
-    return max(-k, min(k, delta))
-
-
-def _clip_symbolic(delta: sp.Expr, k: sp.Expr) -> sp.Expr:
-    return sp.Max(-k, sp.Min(k, delta))
+_clip_symbolic = clip_offset  # the name the proofs below use; defined (and tested) in .conventions
 
 
 def _matrix(rows: int, cols: int, name: str) -> sp.Matrix:
@@ -55,56 +48,68 @@ def _symbols():
     return n, k, c, d, i, j, delta, e, ch, dd
 
 
-def _attention_row(logit, x, j, lo, hi):
-    """Σ_j e^{l_j} x_j / Σ_j e^{l_j} for keys j = lo..hi: one row of softmax attention."""
-    return sp.Sum(sp.exp(logit(j)) * x[j], (j, lo, hi)) / sp.Sum(sp.exp(logit(j)), (j, lo, hi))
+_attention_row = attention_row
 
 
 def fixed_bias_is_lightweight_conv(offset: str = "key-query", extra_key: bool = False) -> ProofResult:
-    """Equivalence 1: attention with logits b_{j-i} on the keys abs(j - i) ≤ k (no content term) is, at every
-    query i whose 2k + 1 keys all exist, the lightweight convolution Σ_δ β_δ x_{i+δ} with β = softmax(b).
+    """Equivalence 1: attention with logits b_{j-i} on the keys abs(j - i) ≤ k that exist (no content term) is, at
+    every query i whose 2k + 1 keys all exist (k ≤ i ≤ N - 1 - k), the lightweight convolution
+    Σ_δ β_δ x_{i+δ} with β = softmax(b).
 
-    Symbolic in N, k, i and the bias b (the kernel β is normalised over its own 2k + 1 taps, so the attention's
-    normaliser must cancel against it). ``offset="query-key"`` indexes the bias by i - j (a flipped kernel: false);
-    ``extra_key=True`` lets the head see the keys i-k .. i+k+1, one more than the kernel (false).
+    Symbolic in N, k, i and the bias b: the row's keys are max(0, i-k) .. min(N-1, i+k), with i = k + e and
+    N = i + k + 1 + r (e, r ≥ 0 any), so that the sequence's ends are decided, not assumed; the kernel β is
+    normalised over its own 2k + 1 taps, so the attention's normaliser must cancel against it.
+    ``offset="query-key"`` indexes the bias by i - j (a flipped kernel: false); ``extra_key=True`` lets the
+    head see the keys up to i + k + 1, one more than the kernel, wherever that key exists (false).
     Boundary queries are :func:`boundary_renormalisation`.
     """
     if offset not in ("key-query", "query-key"):
         raise ValueError(f"offset must be 'key-query' or 'query-key', got {offset!r}")
-    n, k, _, _, i, j, delta, e, _, _ = _symbols()
+    _, k, _, _, _, j, delta, e, _, _ = _symbols()
+    before, after = sp.symbols("e r", integer=True, nonnegative=True)
+    i = k + before  # a query with k keys before it
+    n = i + k + 1 + after  # and k keys after it: N - 1 - i ≥ k
     b, x = sp.IndexedBase("b", real=True), sp.IndexedBase("x", real=True)
-    sign = 1 if offset == "key-query" else -1
-    attention = _attention_row(lambda key: b[sign * (key - i)], x, j, i - k, i + k + (1 if extra_key else 0))
+
+    def logit(key):
+        return b[relative_offset(i, key) if offset == "key-query" else relative_offset(key, i)]
+
+    last = i + k + (1 if extra_key else 0)
+    attention = _attention_row(logit, x, j, sp.Max(0, i - k), sp.Min(n - 1, last))
     beta = sp.exp(b[delta]) / sp.Sum(sp.exp(b[e]), (e, -k, k))
     conv = sp.Sum(beta * x[i + delta], (delta, -k, k))
     return verify_equal(
         "fixed bias = lightweight conv",
-        "softmax_j(b_(j-i)) over |j-i| ≤ k applied to x = Σ_δ β_δ x_(i+δ), β = softmax(b), for k ≤ i < N-k",
+        "softmax_j(b_(j-i)) over the keys |j-i| ≤ k of a sequence of N applied to x = Σ_δ β_δ x_(i+δ), "
+        "β = softmax(b), for k ≤ i ≤ N-1-k",
         reindex(attention, j, i, delta), conv, simplify=sum_simplify,
         scope="general", variables=("N", "k", "i", "b"),
     )
 
 
 def boundary_renormalisation(renormalize: bool = True) -> ProofResult:
-    """At any query i, attention over the keys that exist (offsets L_i..U_i with L_i = max(-k, -i),
-    U_i = min(k, N-1-i)) is the *renormalised* lightweight convolution Σ_{δ=L}^{U} β_δ x_{i+δ} / Σ_{δ=L}^{U} β_δ,
-    β = softmax(b) over all 2k + 1 taps. Symbolic in N, k, i, L and U.
+    """At any query i of a sequence of N, attention over the keys that exist, j = max(0, i-k) .. min(N-1, i+k),
+    is the *renormalised* lightweight convolution Σ_{δ∈T_i} β_δ x_{i+δ} / Σ_{δ∈T_i} β_δ over the offsets
+    T_i = max(0, i-k) - i .. min(N-1, i+k) - i (that is, max(-k, -i) .. min(k, N-1-i)), β = softmax(b) over all
+    2k + 1 taps. Symbolic in N, k, i (0 ≤ i ≤ N - 1: N = i + 1 + r) and b.
 
-    ``renormalize=False`` compares with the zero-padded convolution Σ_{δ=L}^{U} β_δ x_{i+δ} (false at the edges).
+    ``renormalize=False`` compares with the zero-padded convolution Σ_{δ∈T_i} β_δ x_{i+δ} (false at the edges).
     """
-    n, k, _, _, i, j, delta, e, _, _ = _symbols()
-    lo, hi = sp.symbols("L U", integer=True)
+    _, k, _, _, _, j, delta, e, _, _ = _symbols()
+    i, after = sp.symbols("i r", integer=True, nonnegative=True)
+    n = i + 1 + after
+    lo, hi = sp.Max(0, i - k), sp.Min(n - 1, i + k)  # the keys that exist
     b, x = sp.IndexedBase("b", real=True), sp.IndexedBase("x", real=True)
-    attention = _attention_row(lambda key: b[key - i], x, j, i + lo, i + hi)
+    attention = _attention_row(lambda key: b[relative_offset(i, key)], x, j, lo, hi)
     beta = sp.exp(b[delta]) / sp.Sum(sp.exp(b[e]), (e, -k, k))
-    conv = sp.Sum(beta * x[i + delta], (delta, lo, hi))
+    conv = sp.Sum(beta * x[i + delta], (delta, lo - i, hi - i))
     if renormalize:
-        conv = conv / sp.Sum(beta, (delta, lo, hi))
+        conv = conv / sp.Sum(beta, (delta, lo - i, hi - i))
     return verify_equal(
         "boundary renormalisation",
         "at every query, attention over existing keys = Σ_{δ∈T_i} β_δ x_(i+δ) / Σ_{δ∈T_i} β_δ (renormalised conv)",
         reindex(attention, j, i, delta), conv, simplify=sum_simplify,
-        scope="general", variables=("N", "k", "i", "L_i", "U_i", "b"),
+        scope="general", variables=("N", "k", "i", "b"),
     )
 
 
@@ -119,7 +124,7 @@ def clipped_bias_tails(tails: str = "edge") -> ProofResult:
         raise ValueError(f"tails must be 'edge' or 'zero', got {tails!r}")
     n, k, _, _, i, j, delta, e, _, _ = _symbols()
     b, x = sp.IndexedBase("b", real=True), sp.IndexedBase("x", real=True)
-    attention = _attention_row(lambda key: b[_clip_symbolic(key - i, k)], x, j, 0, n - 1)
+    attention = _attention_row(lambda key: b[_clip_symbolic(relative_offset(i, key), k)], x, j, 0, n - 1)
     reach = n - 1 if tails == "edge" else k
     beta = sp.exp(b[_clip_symbolic(delta, k)]) / sp.Sum(sp.exp(b[_clip_symbolic(e, k)]), (e, -reach, reach))
     lo, hi = (-i, n - 1 - i) if tails == "edge" else (sp.Max(-k, -i), sp.Min(k, n - 1 - i))
@@ -168,7 +173,7 @@ def query_dependent_is_dynamic_conv(scaled: bool = True, tails: str = "edge") ->
     n, k, _, _, i, j, delta, e, _, _ = _symbols()
     kappa = sp.Function("kappa")  # κ_i[t]: any kernel logit predicted from query i at tap t
     x = sp.IndexedBase("x", real=True)
-    attention = _attention_row(lambda key: kappa(i, _clip_symbolic(key - i, k)), x, j, 0, n - 1)
+    attention = _attention_row(lambda key: kappa(i, _clip_symbolic(relative_offset(i, key), k)), x, j, 0, n - 1)
     reach = n - 1 if tails == "edge" else k
     beta = sp.exp(kappa(i, _clip_symbolic(delta, k))) / sp.Sum(sp.exp(kappa(i, _clip_symbolic(e, k))),
                                                                (e, -reach, reach))
@@ -239,7 +244,7 @@ def key_dependent_is_dynamic_conv(predictor: str = "key", clipped: bool = True) 
     def gamma(m, t):
         return sp.Sum(project(w_k, m, dd) * emb[t, dd], (dd, 1, d)) / sp.sqrt(d)
 
-    lhs = sp.Sum(project(w_k, j, dd) * emb[_clip_symbolic(j - i, k), dd], (dd, 1, d)) / sp.sqrt(d)
+    lhs = sp.Sum(project(w_k, j, dd) * emb[_clip_symbolic(relative_offset(i, j), k), dd], (dd, 1, d)) / sp.sqrt(d)
     reader = i + delta if predictor == "key" else i
     kernel = gamma(reader, _clip_symbolic(delta, k) if clipped else delta)  # κ_i[δ]
     return verify_equal(
@@ -277,7 +282,7 @@ def composite_is_sum_of_kernels(key_predictor: str = "key", fixed_clipped: bool 
     def dot(u, v):
         return sp.Sum(u * v, (dd, 1, d)) / root
 
-    t = _clip_symbolic(j - i, k)
+    t = _clip_symbolic(relative_offset(i, j), k)
     content = dot(project(w_q, i, dd), project(w_k, j, dd))
     logit = content + b[t] + dot(project(w_q, i, dd), a[t, dd]) + dot(project(w_k, j, dd), emb[t, dd])
     tap = _clip_symbolic(delta, k)
@@ -295,66 +300,6 @@ def composite_is_sum_of_kernels(key_predictor: str = "key", fixed_clipped: bool 
     )
 
 
-def alibi_kernel_decay(causal: bool = False, rate: int = 1) -> ProofResult:
-    """ALiBi is a lightweight convolution with a geometric kernel, derived from its logits -m abs(j - i): the
-    softmax weights A_ij = e^{-m abs(j - i)} / Σ_j' e^{-m abs(j' - i)} over the keys of a row (all N keys, or
-    j ≤ i when causal) satisfy A_{i,j±1} / A_{i,j} = e^{-m} for every step away from the query i, for any N, i
-    and distance t = abs(j - i) (j = i ± t, t ≥ 0, substituted into abs). Causally only the steps to the left exist.
-
-    ``rate=2`` claims the ratio e^{-2m} (false).
-    """
-    m = sp.Symbol("m", positive=True)
-    t = sp.Symbol("t", integer=True, nonnegative=True)  # distance of key j from the query
-    n, i, key = sp.symbols("N i j", integer=True)
-    lo, hi = (0, i) if causal else (0, n - 1)
-
-    def logit(j):
-        return -m * sp.Abs(j - i)
-
-    def weight(j):  # one softmax weight of row i
-        return sp.exp(logit(j)) / sp.Sum(sp.exp(logit(key)), (key, lo, hi))
-
-    directions = (-1,) if causal else (1, -1)
-    ratios = [weight(i + d * (t + 1)) / weight(i + d * t) for d in directions]
-    kind = "causal" if causal else "bidirectional"
-    return verify_equal(
-        f"ALiBi kernel decays by e^(-{rate}m) per step ({kind})",
-        f"softmax_j(-m|j-i|): each step away from the query multiplies the weight by e^(-{rate}m)",
-        sp.Matrix(ratios), sp.Matrix([sp.exp(-rate * m)] * len(ratios)), simplify=sp.simplify,
-        scope="general", variables=("N", "i", "t", "m"),
-    )
-
-
-def bucketed_kernel_is_piecewise_constant(num_buckets: int = 8, max_distance: int = 6,
-                                          bucket=None) -> ProofResult:
-    """T5's bucketed bias gives a lightweight-convolution kernel β_δ = e^{w_bucket(δ)} / Z that
-
-    - is constant beyond the clipping distance on each side: β_δ = β_{±k} for abs(δ) ≥ k (bucketing clips), and
-    - is free near the query: the offsets with abs(δ) < num_buckets / 4 each have their own bucket, so β_δ ≠ β_δ'
-      for distinct such offsets (the residual counts offsets that share a bucket).
-
-    ``bucket(offsets, num_buckets, max_distance)`` defaults to ``relative_position_bucket``; any other labelling
-    (random labels, no clipping) fails. One instance of num_buckets and k.
-    """
-    k = max_distance
-    bucket = bucket or (lambda d, nb, md: relative_position_bucket(torch.tensor(d), nb, md).tolist())
-    offsets = list(range(-k - 3, k + 4))
-    labels = dict(zip(offsets, bucket(offsets, num_buckets, k)))
-    w = sp.symbols(f"w0:{max(labels.values()) + 1}", real=True)
-    z = sum(sp.exp(w[label]) for label in labels.values())
-    beta = {d: sp.exp(w[label]) / z for d, label in labels.items()}
-    tails = [beta[d] - beta[k if d > 0 else -k] for d in offsets if abs(d) >= k]
-    exact = [d for d in offsets if abs(d) < num_buckets // 4]
-    shared = sum(1 for d, e in itertools.combinations(exact, 2) if labels[d] == labels[e])
-    residual = sp.Matrix([*tails, shared])
-    return verify_equal(
-        f"T5-bucketed kernel: clipped tails, free centre ({num_buckets} buckets, k={k})",
-        "β_δ = β_(±k) for |δ| ≥ k, and distinct weights for |δ| < num_buckets/4",
-        residual, sp.zeros(len(tails) + 1, 1), simplify=sp.simplify,
-        scope="instance", instance=f"num_buckets={num_buckets}, max_distance={k}",
-    )
-
-
 def causal_bias_is_causal_lightconv(mask_future: bool = True) -> ProofResult:
     """Proposition (chapter 05): attention with logits b_{j-i} on the past keys i - (K-1) ≤ j ≤ i and -inf on the
     future (no content term) is, at every query i ≥ K - 1, the causal lightweight convolution
@@ -366,7 +311,7 @@ def causal_bias_is_causal_lightconv(mask_future: bool = True) -> ProofResult:
     taps = sp.Symbol("K", integer=True, positive=True)
     b, x = sp.IndexedBase("b", real=True), sp.IndexedBase("x", real=True)
     last = i if mask_future else i + taps - 1
-    attention = _attention_row(lambda key: b[key - i], x, j, i - (taps - 1), last)
+    attention = _attention_row(lambda key: b[relative_offset(i, key)], x, j, i - (taps - 1), last)
     beta = sp.exp(b[delta]) / sp.Sum(sp.exp(b[e]), (e, 1 - taps, 0))
     conv = sp.Sum(beta * x[i + delta], (delta, 1 - taps, 0))
     return verify_equal(
