@@ -53,3 +53,34 @@ def test_bound_is_nearly_attained(alpha):
     assert measured <= bound * (1 + 1e-8)
     assert measured / bound >= 0.9, (measured, bound)  # a bound half as large would be broken
     assert bound == pytest.approx(2 * off_target_mass_bound(alpha, dims=1), rel=1e-6)
+
+
+def _failed_steps(result):
+    return [step.claim for step in result.steps if not step.verified]
+
+
+def test_sympy_bound_fails_at_the_step_it_breaks():
+    import sympy as sp
+
+    from attnconv.proofs.finite_alpha import finite_alpha_bound
+    assert finite_alpha_bound().verified
+    # looser bounds are true and verify: the proof shows "≤", not equality
+    assert finite_alpha_bound(factor=2).verified and finite_alpha_bound(claimed_alpha=sp.Rational(1, 2)).verified
+    # a smaller constant fails only where it is compared with S/(1+S), which an infinite grid attains
+    for factor in (sp.Rational(1, 2), sp.Rational(9, 10)):
+        assert _failed_steps(finite_alpha_bound(factor=factor)) == ["the claimed bound is at least S/(1+S)"]
+    # a tighter θ, or a head whose weights are not the bound's terms, fails where the weights are compared:
+    # the weights come from the head's own logit, so a wrong head cannot borrow the right weights
+    for kwargs in (dict(claimed_alpha=2), dict(coefficient=-1), dict(sign=1)):
+        result = finite_alpha_bound(**kwargs)
+        assert _failed_steps(result) == ["each key weighs at most the bound's term"] * 2, kwargs
+    shifted = [s for s in finite_alpha_bound(coefficient=-1).steps if not s.verified][0]
+    assert shifted.residual.has(sp.Symbol("Delta1", integer=True))  # the peak moved off the target
+
+
+def test_weighted_triangle_inequality_is_an_induction_over_keys():
+    from attnconv.proofs.finite_alpha import weighted_triangle_inequality
+    result = weighted_triangle_inequality()
+    assert result.verified and result.scope == "induction"
+    claims = [step.claim for step in result.steps]
+    assert "base case N = 1: ‖A v‖ = A ‖v‖" in claims and "inductive step N → N + 1" in claims

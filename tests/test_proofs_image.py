@@ -88,3 +88,65 @@ def test_rank_counterexample_is_exact_numerically():
 def test_rank_bound_for_several_shapes():
     for d_in, d_h, d_out in [(2, 1, 2), (3, 2, 3), (4, 1, 2)]:
         assert proofs.rank_bound(d_in, d_h, d_out).verified
+
+
+def test_lemma1_compares_up_to_a_relabelling_of_heads():
+    # a true permutation of the heads (each with its centre, value and output block) verifies
+    for relabel in [(2, 1), (2, 3, 1), (1,)]:
+        assert proofs.lemma1_block_identity(relabel=relabel).verified, relabel
+    # blocks swapped without moving the heads fails, at the index-level step, with the mixed products left
+    swapped = proofs.lemma1_block_identity(swap_blocks=True)
+    failed = [step for step in swapped.steps if not step.verified]
+    assert [step.claim for step in failed] == ["heads meet swapped blocks"]
+    residual = str(failed[0].residual)
+    assert "U[1, i, c]*V[2, c, o]" in residual and "U[2, i, c]*V[1, c, o]" in residual
+    # two heads on one tap: the tap 2 term is missing
+    doubled = proofs.lemma1_block_identity(relabel=(1, 1))
+    assert not doubled.verified and "U[2, i, c]*V[2, c, o]" in str(doubled.steps[0].residual)
+    with pytest.raises(ValueError, match="relabel"):
+        proofs.lemma1_block_identity(relabel=(3,))
+
+
+def _pieces(result):
+    summand = result.residual.function
+    assert isinstance(summand, sp.Piecewise), summand
+    return summand.args
+
+
+def test_unpadded_theorem_fails_at_the_border_only():
+    wrong = proofs.theorem1(padded=False)
+    assert not wrong.verified and all(step.verified for step in wrong.steps)  # the residual is the reason
+    pieces = _pieces(wrong)
+    # inside the image (every target on it) the two agree; the first piece is exactly that case
+    first, condition = pieces[0]
+    assert first == 0 and "a1 - p1 + q1 >= 0" in str(condition)
+    # left of the image the head reads the border pixel X_0 where the padded convolution reads 0
+    x, i = sp.IndexedBase("X"), sp.Symbol("i", integer=True)
+    assert any(expr.has(x[0, 0, i]) for expr, _ in pieces)
+    assert "refutation" in wrong.steps[-1].claim and wrong.steps[-1].verified
+    # the true statement about the interior verifies, without padding as with it
+    assert proofs.theorem1(padded=False, interior=True).verified
+    assert proofs.theorem1(interior=True).verified
+
+
+def test_zero_padding_is_defined_from_the_image():
+    from attnconv.proofs.padded import zero_padded
+    x, k, c = sp.IndexedBase("X"), sp.Symbol("k", integer=True), sp.Symbol("c", integer=True)
+    h = sp.Symbol("H", integer=True, positive=True)
+    padded = zero_padded(x, (k, c), [h])
+    assert padded.subs(k, -1) == 0 and padded.subs(k, h) == 0 and padded.subs(k, 0) == x[0, c]
+
+
+def test_unpadded_border_head_reads_the_nearest_pixel():
+    # The library's encoding over the image's keys only (no padding): from query 0 a head centred on -1 - n
+    # puts its weight on key 0; from query H-1 a head centred on +1 + n on key H-1, as the border lemmas derive.
+    from attnconv.positional.quadratic import positional_query, quadratic_features
+    height, a = 9, torch.tensor([30.0], dtype=torch.float64)
+    for query, centre, nearest in [(0, -1.0, 0), (0, -3.0, 0), (height - 1, 1.0, height - 1),
+                                   (height - 1, 2.0, height - 1)]:
+        delta = (torch.arange(height, dtype=torch.float64) - query)[:, None]
+        v = positional_query(torch.tensor([[centre]], dtype=torch.float64), a)
+        weights = torch.softmax(quadratic_features(delta) @ v[0], 0)
+        assert float(weights[nearest]) > 1 - 1e-12, (query, centre)
+    left, right = __import__("attnconv.proofs.padded", fromlist=["border_lemmas"]).border_lemmas()
+    assert left.verified and right.verified

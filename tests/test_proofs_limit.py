@@ -83,3 +83,48 @@ def test_unpadded_refutation_verifies_what_it_shows():
     # refuting the padded construction must fail: there the head reads the zero padding, like the convolution
     padded = proofs.unpadded_boundary_refutation(padded=True)
     assert not padded.verified and "nothing refuted" in padded.statement
+
+
+DELTA = sp.Symbol("Delta", integer=True)
+U, V = sp.symbols("u v", nonnegative=True)
+ANY_FRACTION = (U - V) / (2 * (1 + U + V))  # every f in (-1/2, 1/2)
+
+
+def _failed(limit):
+    return [(step.claim, step.residual) for step in limit.proof.steps if not step.verified]
+
+
+def test_a_centre_without_a_known_unique_nearest_key_is_refused_and_the_condition_named():
+    # Δ/2 is a half-integer for odd Δ: it must not verify as if Δ/2 were a key
+    half = axis_limit(DELTA / 2)
+    assert not half.proof.verified and half.ties == 0
+    assert _failed(half)[0] == ("undecided: no unique nearest key established", sp.Abs(DELTA / 2) < sp.Rational(1, 2))
+    # a real fractional part with no bound: the failing step names |f| < 1/2
+    f = sp.Symbol("f", real=True)
+    loose = axis_limit(DELTA + f)
+    assert not loose.proof.verified and _failed(loose)[0][1] == (sp.Abs(f) < sp.Rational(1, 2))
+    assert "needs Abs(f) < 1/2" in loose.proof.steps[2].statement
+    # 1/3 + f with f in (-1/2, 1/2) can cross 1/2: undecided as well
+    assert not axis_limit(DELTA + sp.Rational(1, 3) + ANY_FRACTION).proof.verified
+    # and nothing built on an undecided limit verifies
+    assert not proofs.hard_attention_limit(center=DELTA / 2).verified
+    assert not proofs.hard_attention_limit(offset=f).verified
+
+
+def test_a_bounded_symbolic_fractional_part_is_decided_and_verifies():
+    limit = axis_limit(DELTA + ANY_FRACTION)
+    assert limit.proof.verified and limit.ties == 1 and limit.nearest == DELTA
+    gaps = next(step for step in limit.proof.steps if step.claim == "the nearest key wins by a gap")
+    assert gaps.verified and "1 - 2f" in gaps.statement
+    assert axis_limit(DELTA + 1 + U / (2 * (1 + U))).nearest == DELTA + 1  # f in [0, 1/2): key Δ + 1
+    assert axis_limit(2 * DELTA - 3).proof.verified and axis_limit(sp.Rational(7, 3)).nearest == 2
+    result = proofs.hard_attention_limit(offset=ANY_FRACTION)
+    assert result.verified and {"u", "v"} <= set(result.variables)
+
+
+def test_positive_is_sound_and_strict():
+    from attnconv.proofs.limit import positive
+    assert positive((1 + 2 * V) / (2 * (1 + U + V)))
+    assert not positive(U / (1 + U))  # zero at u = 0
+    assert not positive(sp.Symbol("x") + 1)  # a symbol with no sign
+    assert not positive(sp.Integer(0)) and positive(sp.Rational(1, 3))

@@ -56,3 +56,73 @@ def test_bucketed_kernel_rejects_other_labellings():
 def test_bad_arguments(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_sequence_conventions_are_the_library_band():
+    import sympy as sp
+
+    from attnconv.proofs import conventions
+    # the sequence proofs use exactly these functions (on both sides of every identity) ...
+    assert proofs._clip_symbolic is conventions.clip_offset
+    assert proofs.relative_offset is conventions.relative_offset
+    # ... and they read what the library's band reads, on every (query, key) pair of small sizes
+    assert conventions.conventions_match_library().verified
+    flipped = conventions.conventions_match_library(clip=lambda d, k: sp.Max(-k, sp.Min(k, -d)))
+    assert not flipped.verified and flipped.residual > 0
+    assert not conventions.conventions_match_library(offset=lambda i, j: i - j).verified
+
+
+def test_sequence_proofs_follow_the_offset_they_are_given(monkeypatch):
+    # With the offset flipped in the proofs (i - j), the fixed-bias identity no longer holds: the convention enters
+    monkeypatch.setattr(proofs, "relative_offset", lambda query, key: query - key)
+    assert not proofs.fixed_bias_is_lightweight_conv().verified
+
+
+def test_fixed_bias_and_boundary_use_the_sequence_length():
+    import sympy as sp
+    after = sp.Symbol("r", integer=True, nonnegative=True)
+    # one key too many: harmless when the query is the last interior one (the key i+k+1 does not exist, r = 0)
+    extra = proofs.fixed_bias_is_lightweight_conv(extra_key=True)
+    assert sp.simplify(extra.residual.subs(after, 0)) == 0
+    assert sp.simplify(extra.residual.subs(after, after + 1)) != 0
+    # zero padding is right wherever all 2k+1 keys exist (i ≥ k, N-1-i ≥ k), and only there
+    zero = proofs.boundary_renormalisation(renormalize=False)
+    i, k = sp.Symbol("i", integer=True, nonnegative=True), sp.Symbol("k", integer=True, positive=True)
+    e = sp.Symbol("e", integer=True, nonnegative=True)
+    assert sp.simplify(zero.residual.subs({i: k + e, after: k + after}).doit()) == 0
+    assert zero.residual.subs(i, 0) != 0
+
+
+def test_alibi_proof_matches_the_library_head():
+    import sympy as sp
+    import torch
+
+    from attnconv.positional.sequence import ALiBi
+    from attnconv.proofs.kernels import alibi_weights
+    for causal in (False, True):
+        head = ALiBi(8, causal=causal)
+        slope = float(head.slopes[0])
+        n = 7
+        library = torch.softmax(head((n,), None, None)[0].double(), -1)  # (N, N)
+        past, future, _, (m, i, r, t, s) = alibi_weights(causal)
+        for query in range(n):
+            for key in range(n):
+                values = {m: slope, i: query, r: n - 1 - query}
+                if key <= query:
+                    derived = past.subs({**values, t: query - key})
+                else:
+                    derived = future.subs({**values, s: key - query - 1})
+                assert float(sp.N(derived)) == pytest.approx(float(library[query, key]), rel=1e-6, abs=1e-12)
+
+
+def test_alibi_false_causal_statements_fail_at_the_weights():
+    import sympy as sp
+    future = proofs.alibi_kernel_decay(causal=True, future_weight=True)
+    failed = [step for step in future.steps if not step.verified]
+    assert [step.claim for step in failed] == ["the weights of the row (causal)"]
+    assert failed[0].residual[0] == 0 and failed[0].residual[1] != 0  # the past is right, the future is masked
+    normaliser = proofs.alibi_kernel_decay(causal=True, causal_normaliser=False)
+    failed = [step for step in normaliser.steps if not step.verified]
+    assert [step.claim for step in failed] == ["the weights of the row (causal)"]
+    after = sp.Symbol("r", integer=True, nonnegative=True)
+    assert sp.simplify(failed[0].residual[0].subs(after, 0)) == 0  # no future keys: the two normalisers agree
