@@ -50,9 +50,10 @@ def alibi_kernel_decay(causal: bool = False, rate: int = 1, future_weight: bool 
     """ALiBi is a lightweight convolution with a geometric kernel, derived from its logits -m abs(j - i), its
     causal mask and its normaliser. With ρ = e^{-m}, a query i with i keys before it and r after it (N = i + 1 + r):
 
-    - causal: A_{i,i-t} = ρ^t (1 - ρ) / (1 - ρ^{i+1}) for t = 0..i, and A_{i,i+1+s} = 0 (the mask);
+    - causal: A_{i,i-t} = ρ^t / Z with Z = (e^m - e^{-m i}) / (e^m - 1) = (1 - ρ^{i+1}) / (1 - ρ) for t = 0..i,
+      and A_{i,i+1+s} = 0 (the mask);
     - bidirectional: A_{i,i-t} = ρ^t / Z and A_{i,i+1+s} = ρ^{1+s} / Z with
-      Z = (1 - ρ^{i+1}) / (1 - ρ) + ρ (1 - ρ^r) / (1 - ρ);
+      Z = (e^m - e^{-m i} + 1 - e^{-m r}) / (e^m - 1) = (1 - ρ^{i+1}) / (1 - ρ) + ρ (1 - ρ^r) / (1 - ρ);
 
     so each step away from the query multiplies the weight by ρ. Symbolic in N (through r), i, t, s and m.
 
@@ -62,8 +63,9 @@ def alibi_kernel_decay(causal: bool = False, rate: int = 1, future_weight: bool 
     """
     past, future, z, (m, i, r, t, s) = alibi_weights(causal)
     rho = sp.exp(-rate * m)
-    geometric_past = (1 - rho ** (i + 1)) / (1 - rho)
-    z_bidirectional = geometric_past + rho * (1 - rho**r) / (1 - rho)
+    # the closed forms, written over e^{rate m} - 1: (1 - ρ^{i+1})/(1 - ρ) and ρ(1 - ρ^r)/(1 - ρ)
+    geometric_past = (sp.exp(rate * m) - sp.exp(-rate * m * i)) / (sp.exp(rate * m) - 1)
+    z_bidirectional = geometric_past + (1 - sp.exp(-rate * m * r)) / (sp.exp(rate * m) - 1)
     z_claim = geometric_past if causal and causal_normaliser else z_bidirectional
     claimed_future = 0 if causal and not future_weight else rho ** (1 + s) / z_claim
     kind = "causal" if causal else "bidirectional"
