@@ -98,7 +98,7 @@ class Isolation:
         if self.bwrap:
             cmd += [self.bwrap] + (["--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"] if self.mapped else [])
             cmd += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-                    "--unshare-all", "--die-with-parent", "--new-session"]
+                    "--unshare-all", "--die-with-parent"]
             for path in readable:  # a private folder under /tmp: bound again, read-only, in the private /tmp
                 cmd += ["--ro-bind", str(path), str(path)]
             for path in hide:
@@ -173,6 +173,7 @@ def _tasks(uid: int) -> int:
 def _launch(spec: dict, argv: list[str]) -> None:
     """Set the limits and the environment, then become ``argv`` (this file run as a script)."""
     import resource
+    import signal
 
     limits = spec["limits"]
     mib = 1024 * 1024
@@ -186,6 +187,10 @@ def _launch(spec: dict, argv: list[str]) -> None:
         except (ValueError, OSError):
             pass  # a limit above the current hard limit stays at the hard limit
     os.chdir(spec["cwd"])
+    # The chain (setpriv, bwrap) ignores SIGINT, inherited across exec, so that an interrupt of the process group
+    # reaches the kernel (which installs its own handler while a cell runs) and never ends the sandbox itself.
+    # No controlling terminal is passed on: every caller starts this in a new session.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.execvpe(argv[0], argv, spec["env"])
 
 
