@@ -33,6 +33,8 @@ def test_honest_answers_rebuild_exactly(expr):
 
 HOSTILE = {
     "string-argument": "Add(Symbol('x'), '__import__(\"os\").system(\"touch /tmp/pwned\")')",
+    # exp sympifies a string argument without strict=True: this one ran code in the grader before
+    "string-to-a-function": "exp(\"Symbol.__new__.__globals__['__builtins__']['exec']('1') or 0\")",
     "string-to-sympify": "Integer('__import__(\"os\").getpid()')",
     "string-in-float": "Float('__import__(\"os\").getpid()')",
     "lambda": "Lambda(Symbol('x'), Symbol('x'))",
