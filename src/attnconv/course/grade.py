@@ -1,207 +1,89 @@
 """The grader: ``python -m attnconv.course.grade SUBMISSION.ipynb`` or ``... SUBMISSIONS_DIR --chapter NN
 --gradebook grades.csv``.
 
-Nothing the student's kernel says is trusted:
+Nothing the student's code says or leaves behind is trusted:
 
-1. The submission runs top to bottom in a fresh kernel, with a time limit per cell and for the whole notebook,
-   carrying on past cells that fail.
-2. Right after an exercise's cell runs, a short cell hands that exercise's answers back as data
-   (:mod:`attnconv.course.wire`): numbers, arrays, tensors, SymPy expressions. Each exercise is graded on the
-   state its own cell left, so a later cell cannot undo it, and a cell that raised or ran out of time is
-   reported with its own error.
-3. For a function exercise the student's cell runs again in a sandbox process, on hidden inputs built from a
-   seed the notebook never sees (:mod:`attnconv.course.sandbox`); only data comes back.
-4. The checks, the registry and the points run here, in the grader's process, which never runs student code.
-   The points come from the registry and are capped there.
+1. Each submission gets a private folder with a pristine copy of the library and checks, read into memory before
+   any student code ran (:class:`~attnconv.course.checker.Library`). In a folder, each submission is graded by
+   a fresh grader process of its own.
+2. The submission runs top to bottom in a fresh kernel, isolated (:mod:`attnconv.course.isolation`: an
+   unprivileged user, a scratch folder, no network, read-only files, limits on memory, CPU time and processes),
+   with a time limit per cell and for the whole notebook that holds while a cell runs, carrying on past cells
+   that fail (:mod:`attnconv.course.execute`). Its whole process tree is killed at the end.
+3. Right after an exercise's cell runs, a short cell hands that exercise's answers back as data
+   (:mod:`attnconv.course.wire`). A function exercise's cell runs again in an isolated sandbox, on hidden inputs
+   built from a seed the notebook never sees (:mod:`attnconv.course.sandbox`).
+4. The answers are decoded and checked in an isolated checker process with time and memory limits
+   (:mod:`attnconv.course.checker`); only a list of pass/fail results with messages comes back. The points come
+   from the grader's registry and are capped there.
 
-A folder of submissions is graded in parallel (``--jobs``) into one CSV gradebook, with a row per student and a
-column per exercise. Written answers are collected into a Markdown sheet per student, with a ``points:`` line
-that an instructor fills in and the gradebook reads back.
+A folder of submissions is graded in parallel (``--jobs``) into one CSV gradebook, with a row per student (a
+notebook that cannot be read or graded gets a row with the reason) and a column per exercise. Written answers are
+collected into a Markdown sheet per student (:mod:`attnconv.course.sheets`).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib
-import json
-import logging
 import os
-import re
 import secrets
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import nbformat
-
-from . import wire
-from .exercises import EXERCISES, exercises_for, run_check, score_results
+from .checker import Checker, Library, python_path
+from .execute import become_subreaper, descendants, kill_tree, run_notebook
+from .exercises import exercises_for, score_results
 from .exercises.core import CheckResult, Exercise
+from .gradebook import write_gradebook
+from .isolation import Isolation, Limits, detect
+from .report import ExerciseGrade, GradeReport, answer_cells, read_notebook, resolve_chapter, written_answers
+from .sandbox import run_function_exercise
+from .sheets import read_sheet, sheet_conflicts, write_sheet
 
 __all__ = ["ExerciseGrade", "GradeReport", "grade_folder", "grade_notebook", "main", "read_sheet",
-           "resolve_chapter", "write_gradebook", "write_sheet"]
+           "resolve_chapter", "sheet_conflicts", "write_gradebook", "write_sheet"]
 
-MARKER = "@@ATTNCONV-ANSWERS@@"
-CAPTURE_TIMEOUT = 120  # seconds to hand one exercise's answers back (a large tensor on a busy machine)
-WRITTEN_SUFFIX = "-written"
+WORKER_MARKER = "@@ATTNCONV-REPORT@@"
 
 
-@dataclass
-class ExerciseGrade:
-    label: str
-    kind: str
-    passed: bool
-    points: int
-    max_points: int
-    message: str
-    parts: list[dict] = field(default_factory=list)
-
-
-@dataclass
-class GradeReport:
-    """What the grader found: one entry per graded exercise, the cells that raised, and the written answers."""
-
-    notebook: str
-    chapter: str
-    exercises: list[ExerciseGrade] = field(default_factory=list)
-    cell_errors: list[dict] = field(default_factory=list)
-    written: dict[str, str] = field(default_factory=dict)
-    seconds: float = 0.0
-
-    @property
-    def student(self) -> str:
-        return Path(self.notebook).stem
-
-    @property
-    def score(self) -> int:
-        return sum(e.points for e in self.exercises)
-
-    @property
-    def max_score(self) -> int:
-        return sum(e.max_points for e in self.exercises)
-
-    def table(self) -> str:
-        width = max([len(e.label) for e in self.exercises] + [8])
-        lines = [f"{'exercise':{width}s}  kind        points  message", "-" * (width + 60)]
-        for e in self.exercises:
-            lines.append(f"{e.label:{width}s}  {e.kind:10s}  {e.points:>2d}/{e.max_points:<2d}   {e.message}")
-        lines.append(f"score: {self.score}/{self.max_score}  ({self.chapter}, {self.seconds:.0f} s)")
-        return "\n".join(lines)
-
-    def to_json(self) -> str:
-        data = asdict(self) | {"score": self.score, "max_score": self.max_score}
-        return json.dumps(data, indent=2)
-
-
-def resolve_chapter(chapter: str) -> str:
-    """``"01"`` or ``"01_convolution_as_shifts"`` → the chapter's full name; ValueError when no chapter matches."""
-    chapters = sorted({e.chapter for e in EXERCISES.values()})
-    if chapter in chapters:
-        return chapter
-    matches = [c for c in chapters if c.split("_")[0] == chapter or c.startswith(chapter + "_")]
-    if len(matches) != 1:
-        raise ValueError(f"chapter {chapter!r} has no graded exercises; expected one of {', '.join(chapters)}")
-    return matches[0]
-
-
-def _read(path: Path) -> nbformat.NotebookNode:
-    if path.suffix == ".md":
-        import jupytext
-
-        return jupytext.read(path)
-    try:
-        return nbformat.read(path, as_version=4)
-    except Exception as err:  # a corrupt file must give one clear error
-        raise ValueError(f"{path} is not a readable notebook: {err}") from err
-
-
-def _grade_id(cell) -> str | None:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return meta.get("grade_id") if isinstance(meta, dict) else None
-
-
-def answer_cells(nb: nbformat.NotebookNode, exercises: list[Exercise]) -> dict[str, int]:
-    """The index of each exercise's answer cell: nbgrader's ``grade_id``, else the cell that calls ``verify``."""
-    found: dict[str, int] = {}
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
-            continue
-        for e in exercises:
-            if e.label in found:
-                continue
-            if _grade_id(cell) == e.label or re.search(rf"verify\(\s*[\"']{re.escape(e.label)}[\"']", cell.source):
-                found[e.label] = index
-    return found
-
-
-def written_answers(nb: nbformat.NotebookNode, chapter: str) -> dict[str, str]:
-    """The student's written answers, by exercise label (nbgrader ``grade_id`` ``<label>-written``)."""
-    labels = {e.label for e in exercises_for(chapter) if e.written}
-    out: dict[str, str] = {}
-    for cell in nb.cells:
-        if cell.cell_type != "markdown":
-            continue
-        grade_id = _grade_id(cell) or ""
-        match = re.match(r"\*\*Your answer to `([\w-]+)`", cell.source)
-        label = grade_id.removesuffix(WRITTEN_SUFFIX) if grade_id.endswith(WRITTEN_SUFFIX) else \
-            (match.group(1) if match else None)
-        if label in labels and label not in out:
-            out[label] = re.sub(r"^\*\*Your answer to `[\w-]+`\*\*[^\n]*\n*", "", cell.source).strip()
-    return out
-
-
-def _capture_cell(names: tuple[str, ...], nonce: str) -> nbformat.NotebookNode:
-    # Runs in the student's kernel: it only reads values and prints them as data; nothing it prints is a grade.
-    code = ("(lambda g: print({marker!r} + __import__('attnconv.course.wire', fromlist=['dumps']).dumps("
-            "{{n: g[n] for n in {names!r} if n in g}})))(globals())").format(marker=MARKER + nonce, names=names)
-    return nbformat.v4.new_code_cell(code)
-
-
-def _ipc_config(folder: str):
-    from traitlets.config import Config
-
-    # IPC transport: the kernel's sockets are files in a private folder, so nothing listens on TCP (and the
-    # kernel prints no "running over TCP without encryption" warning).
-    config = Config()
-    config.KernelManager.transport = "ipc"
-    config.KernelManager.ip = os.path.join(folder, "kernel")
-    return config
-
-
-_QUIET = logging.getLogger("attnconv.course.grade.kernel")  # nbclient's own timeout messages: the report says it
-_QUIET.setLevel(logging.CRITICAL)
-
-
-def _cell_error(cell) -> dict | None:
-    for out in cell.get("outputs", []):
-        if out.get("output_type") == "error":
-            return {"ename": out.get("ename", ""), "evalue": str(out.get("evalue", ""))[:300]}
-    return None
-
-
-def _own_error(label: str, error: dict | None, cell_timeout: int) -> str | None:
+def _own_error(label: str, error: dict | None, cell_timeout: int, total_timeout: int) -> str | None:
     """The reason an exercise fails because its own cell did, or None (no error, or only verify's verdict)."""
     if error is None:
         return None
     if error["ename"] == "AssertionError" and error["evalue"].startswith(f"{label}:"):
         return None  # the chapter's own verify said no: the answers are still there to be graded
     if error["ename"] == "CellTimeout":
-        return f"your cell ran past the {cell_timeout} s time limit"
-    if error["ename"] == "TimeLimit":
-        return "the notebook's time limit was reached before your cell ran"
+        if error.get("limit") == "notebook":
+            return f"your cell was stopped when the notebook's {total_timeout} s time limit was reached"
+        return f"your cell ran past the {cell_timeout} s time limit" + \
+            (" and did not stop when interrupted" if "not stop" in error["evalue"] else "")
+    if error["ename"] in ("TimeLimit", "DeadKernel", "KernelStart"):
+        return error["evalue"]
     return f"your cell raised {error['ename']}: {error['evalue']}"
 
 
-def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: int = 120,
-                   total_timeout: int = 1800, checks: tuple[str, ...] = (), seed: int | None = None) -> GradeReport:
-    """Execute ``path`` and grade the exercises of ``chapter`` (default: the file's stem, ``NN_name``).
+def _later(label: str, index: int, died_at: int | None) -> str | None:
+    if died_at is not None and index > died_at:
+        return f"the kernel died in cell {died_at}, before this exercise's cell {index} ran" if died_at >= 0 \
+            else "the kernel did not start"
+    return None
 
-    ``checks`` names extra modules that register exercises of their own (a course's additions); the grader
-    imports them, and so does the sandbox. ``seed`` fixes the hidden inputs (default: a fresh random seed).
+
+def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: int = 120,
+                   total_timeout: int = 1800, checks: tuple[str, ...] = (), seed: int | None = None,
+                   isolation: Isolation | None = None, memory_mb: int = 8192,
+                   hide: tuple[Path, ...] = ()) -> GradeReport:
+    """Execute ``path`` isolated and grade the exercises of ``chapter`` (default: the file's stem, ``NN_name``).
+
+    ``checks`` names extra modules that register exercises of their own (a course's additions); the grader, the
+    sandbox and the checker import them. ``seed`` fixes the hidden inputs (default: a fresh random seed).
+    ``hide``: folders the student's code must not see (the other submissions, the sheets).
 
     Raises:
         ValueError: the file is not a notebook, or the chapter has no graded exercises.
@@ -209,199 +91,156 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
     path = Path(path)
     for module in checks:
         importlib.import_module(module)
+    library = Library.capture(tuple(checks))  # the first capture in this process is the pristine one
     chapter = resolve_chapter(chapter or path.stem)
+    isolation = isolation or detect()
     graded = [e for e in exercises_for(chapter) if e.graded]
-    nb = _read(path)
-    report = GradeReport(str(path), chapter)
-    cells = answer_cells(nb, graded)
-    capture_after = {}
+    nb = read_notebook(path)
+    report = GradeReport(str(path), chapter, isolation=isolation.summary())
+    report.problems += isolation.missing()
+    cells, problems = answer_cells(nb, graded)
+    report.problems += problems
+    capture_after: dict[int, list[Exercise]] = {}
     for e in graded:
         if e.label in cells and not e.sandboxed:
             capture_after.setdefault(cells[e.label], []).append(e)
-    nonce = secrets.token_hex(8)
-    captured: dict[str, str] = {}
-    errors: dict[int, dict] = {}
-    timeout_error = {"ename": "CellTimeout", "evalue": f"the cell ran past the {cell_timeout} s time limit"}
-
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, DeadKernelError
-
+    subreaper = become_subreaper()
+    before = set(descendants(os.getpid()))
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="attnconv-grade-") as folder:
-        client = NotebookClient(nb, config=_ipc_config(folder), timeout=cell_timeout, allow_errors=True,
-                                interrupt_on_timeout=True, error_on_timeout=timeout_error, kernel_name="python3",
-                                log=_QUIET,
-                                resources={"metadata": {"path": str(path.parent.resolve())}})
-        with client.setup_kernel():
-            for index, cell in enumerate(nb.cells):
-                if cell.cell_type != "code":
-                    continue
-                if time.monotonic() - start > total_timeout:
-                    errors[index] = {"ename": "TimeLimit", "evalue": "notebook time limit reached"}
-                    continue
-                began = time.monotonic()
-                try:
-                    client.execute_cell(cell, index)
-                except DeadKernelError:
-                    errors[index] = {"ename": "DeadKernelError", "evalue": "the kernel died"}
-                    break
-                except CellExecutionError as err:
-                    errors[index] = {"ename": type(err).__name__, "evalue": str(err)[:300]}
-                if (error := _cell_error(cell)) is not None:
-                    timed_out = error["ename"] in ("KeyboardInterrupt", "CellTimeout") and \
-                        time.monotonic() - began >= cell_timeout
-                    errors[index] = timeout_error if timed_out else error
-                for exercise in capture_after.get(index, []):
-                    capture = _capture_cell(exercise.names, nonce)
-                    client.timeout = CAPTURE_TIMEOUT
-                    try:
-                        client.execute_cell(capture, index)
-                    except (CellExecutionError, DeadKernelError):
-                        pass
-                    finally:
-                        client.timeout = cell_timeout
-                        nb.cells[index] = cell  # nbclient stores the executed cell at the index it is given
-                    for out in capture.get("outputs", []):
-                        for line in (out.get("text", "") if out.get("output_type") == "stream" else "").splitlines():
-                            if line.startswith(MARKER + nonce):
-                                captured[exercise.label] = line[len(MARKER + nonce):]
-    report.cell_errors = [{"cell": i, **e} for i, e in sorted(errors.items())]
-    report.written = written_answers(nb, chapter)
+    folder = Path(tempfile.mkdtemp(prefix="attnconv-grade-"))
+    try:
+        folder.chmod(0o711)
+        lib = library.write(folder / "library")
+        scratch = folder / "scratch"
+        isolation.prepare(scratch)
+        cwd = scratch / "notebook"  # the notebook's folder, so that ../results resolves as in the book
+        cwd.mkdir()
+        os.chown(cwd, *(os.stat(scratch)[4:6]))
+        results = path.resolve().parent.parent / "results"
+        if results.is_dir():
+            (scratch / "results").symlink_to(results)
+        hidden = tuple(hide) + (path.resolve().parent,)
+        run = run_notebook(nb, capture_after, secrets.token_hex(8), isolation, scratch, cwd, lib, python_path(lib),
+                           Limits(memory_mb=memory_mb, cpu_s=total_timeout + 60), cell_timeout, total_timeout,
+                           hide=hidden)
+        report.cell_errors = [{"cell": i, "ename": e["ename"], "evalue": e["evalue"]}
+                              for i, e in sorted(run.errors.items())]
+        report.written, problems = written_answers(nb, chapter)
+        report.problems += problems
 
-    seed = secrets.randbits(48) if seed is None else seed
-    sandboxed = [e for e in graded if e.sandboxed and e.label in cells and _own_error(
-        e.label, errors.get(cells[e.label]), cell_timeout) is None]
-    from .sandbox import run_function_exercise
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        runs = {e.label: pool.submit(run_function_exercise, e.label, nb.cells[cells[e.label]].source,
-                                     seed + i, cell_timeout + 60, tuple(checks)) for i, e in enumerate(sandboxed)}
-        hidden = {label: future.result() for label, future in runs.items()}
-
-    for i, exercise in enumerate(graded):
-        report.exercises.append(_grade_one(exercise, cells.get(exercise.label), errors, captured, hidden,
-                                           seed + sandboxed.index(exercise) if exercise in sandboxed else seed,
-                                           cell_timeout))
+        seed = secrets.randbits(48) if seed is None else seed
+        reasons = {e.label: _later(e.label, cells[e.label], run.died_at) or _own_error(
+            e.label, run.errors.get(cells[e.label]), cell_timeout, total_timeout) for e in graded if e.label in cells}
+        sandboxed = [e for e in graded if e.sandboxed and e.label in cells and reasons[e.label] is None]
+        seeds = {e.label: seed + i for i, e in enumerate(graded)}
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            runs = {e.label: pool.submit(run_function_exercise, e.label, nb.cells[cells[e.label]].source,
+                                         seeds[e.label], cell_timeout + 60, tuple(checks), folder=folder,
+                                         isolation=isolation) for e in sandboxed}
+            answers = {label: future.result() for label, future in runs.items()}
+        with Checker(tuple(checks), exercise_timeout=max(60, cell_timeout), isolation=isolation,
+                     folder=folder) as checker:
+            for exercise in graded:
+                report.exercises.append(_grade_one(exercise, cells, reasons, run.captured, answers, seeds,
+                                                   checker))
+    finally:
+        killed = kill_tree(before) if subreaper else 0
+        shutil.rmtree(folder, ignore_errors=True)
+    if killed:
+        report.problems.append(f"{killed} process(es) the submission started were still running and were killed")
     report.seconds = time.monotonic() - start
     return report
 
 
-def _grade_one(exercise: Exercise, index: int | None, errors: dict, captured: dict, hidden: dict, seed: int,
-               cell_timeout: int) -> ExerciseGrade:
-    def grade(results: list[CheckResult], given=None) -> ExerciseGrade:
+def _grade_one(exercise: Exercise, cells: dict, reasons: dict, captured: dict, answers: dict, seeds: dict,
+               checker: Checker) -> ExerciseGrade:
+    def grade(results: list[CheckResult]) -> ExerciseGrade:
         points, passed, message = score_results(exercise, results)
         parts = [{"part": r.part, "passed": r.passed, "message": r.message} for r in results]
         return ExerciseGrade(exercise.label, exercise.kind, passed, points, exercise.points, message, parts)
 
-    if index is None:
+    if exercise.label not in cells:
         return grade([CheckResult(False, f"no cell calls verify(\"{exercise.label}\", ...): expected the exercise's "
                                          "cell, received none (was it deleted?)")])
-    reason = _own_error(exercise.label, errors.get(index), cell_timeout)
-    if reason is not None:
-        return grade([CheckResult(False, reason)])
-    given = None
-    try:
-        if exercise.sandboxed:
-            answers, why = hidden.get(exercise.label, (None, "the hidden check did not run"))
-            if answers is None:
-                return grade([CheckResult(False, why)])
-            data = wire.loads(answers["json"])
-            given = exercise.context(seed)
-        elif exercise.label in captured:
-            data = wire.loads(captured[exercise.label])
-        else:
-            return grade([CheckResult(False, "your answers could not be read back after the cell ran")])
-    except (ValueError, SyntaxError, TypeError, KeyError) as err:
-        return grade([CheckResult(False, f"your answers could not be read as data ({err})")])
-    return grade(run_check(exercise, data, given))
-
-
-# ----- written answers ---------------------------------------------------------------------------------------------
-
-def write_sheet(report: GradeReport, folder: Path) -> Path:
-    """Write (once) ``folder/<student>.md``, the student's written answers with an empty ``points:`` line each."""
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{report.student}.md"
-    if target.exists():
-        return target  # an instructor may already have marked it
-    lines = [f"# Written answers: {report.student}", "",
-             f"Chapter `{report.chapter}`, from `{Path(report.notebook).name}`. Mark each answer by writing a number "
-             "after `points:`; the gradebook reads it back.", ""]
-    for exercise in exercises_for(report.chapter):
-        if not exercise.written:
-            continue
-        answer = report.written.get(exercise.label, "").strip()
-        if not answer or answer == "YOUR ANSWER HERE":
-            answer = "*(no answer)*"
-        lines += [f"## {exercise.label}", "", answer, "", f"points: ___ / {exercise.written}", ""]
-    tmp = target.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(lines))
-    tmp.replace(target)
-    return target
-
-
-def read_sheet(path: Path, chapter: str) -> dict[str, float | None]:
-    """The points written in a sheet, by label (None where not marked yet), capped at the registry's."""
-    limits = {e.label: e.written for e in exercises_for(chapter) if e.written}
-    points: dict[str, float | None] = {label: None for label in limits}
-    label = None
-    for line in path.read_text().splitlines():
-        if (m := re.match(r"^## (\S+)\s*$", line)):
-            label = m.group(1) if m.group(1) in limits else None
-        elif label and (m := re.match(r"^points:\s*([0-9]+(?:\.[0-9]+)?)\s*/", line.strip())):
-            points[label] = max(0.0, min(float(m.group(1)), float(limits[label])))
-    return points
+    if reasons.get(exercise.label):
+        return grade([CheckResult(False, reasons[exercise.label])])
+    if exercise.sandboxed:
+        data, why = answers.get(exercise.label, (None, "the hidden check did not run"))
+        if data is None:
+            return grade([CheckResult(False, why)])
+        text = data["json"]
+    elif exercise.label in captured:
+        text = captured[exercise.label]
+    else:
+        return grade([CheckResult(False, "your answers could not be read back after the cell ran")])
+    return grade(checker.check(exercise.label, text, seeds[exercise.label]))
 
 
 # ----- a folder of submissions -------------------------------------------------------------------------------------
 
-def _grade_path(args: tuple) -> GradeReport:
-    return grade_notebook(*args)
+def _failed(path: Path, chapter: str, reason: str) -> GradeReport:
+    report = GradeReport(str(path), chapter, problems=[reason])
+    for e in exercises_for(chapter):
+        if e.graded:
+            report.exercises.append(ExerciseGrade(e.label, e.kind, False, 0, e.points, reason))
+    return report
+
+
+def _grade_in_worker(path: Path, chapter: str, cell_timeout: int, total_timeout: int, checks: tuple[str, ...],
+                     hide: tuple[Path, ...], memory_mb: int, isolation_mode: str) -> GradeReport:
+    """Grade ``path`` in a fresh grader process that imports a pristine copy of the library."""
+    folder = Path(tempfile.mkdtemp(prefix="attnconv-worker-"))
+    try:
+        lib = Library.capture(checks).write(folder / "library")
+        argv = [sys.executable, "-m", "attnconv.course.grade", str(path), "--chapter", chapter, "--worker",
+                "--cell-timeout", str(cell_timeout), "--total-timeout", str(total_timeout),
+                "--memory-mb", str(memory_mb), "--isolation", isolation_mode]
+        for module in checks:
+            argv += ["--checks", module]
+        for folder_hidden in hide:
+            argv += ["--hide", str(folder_hidden)]
+        env = dict(os.environ, PYTHONPATH=python_path(lib))
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=folder,
+                                  timeout=total_timeout + 4 * cell_timeout + 600, start_new_session=True)
+        except subprocess.TimeoutExpired:
+            return _failed(path, chapter, "grading this notebook ran past the grader's own time limit")
+        lines = [line for line in done.stdout.splitlines() if line.startswith(WORKER_MARKER)]
+        if not lines:
+            tail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            return _failed(path, chapter, f"this notebook could not be graded: {tail[:300]}")
+        return GradeReport.from_json(lines[-1][len(WORKER_MARKER):])
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def grade_folder(folder: Path, chapter: str, jobs: int | None = None, cell_timeout: int = 120,
-                 total_timeout: int = 1800, checks: tuple[str, ...] = ()) -> list[GradeReport]:
-    """Grade every ``*.ipynb`` in ``folder``, ``jobs`` at a time (default: half the CPU cores)."""
+                 total_timeout: int = 1800, checks: tuple[str, ...] = (), hide: tuple[Path, ...] = (),
+                 memory_mb: int = 8192, isolation: str = "auto") -> list[GradeReport]:
+    """Grade every ``*.ipynb`` in ``folder``, ``jobs`` at a time (default: half the CPU cores), each in a fresh
+    grader process. A notebook that cannot be read or graded gets a report with the reason; the rest go on."""
     paths = sorted(p for p in Path(folder).glob("*.ipynb") if not p.name.startswith("."))
     if not paths:
         raise ValueError(f"no .ipynb submissions in {folder}")
+    for module in checks:
+        importlib.import_module(module)
+    Library.capture(tuple(checks))  # before any submission runs
     jobs = jobs or max(1, (os.cpu_count() or 1) // 2)
-    tasks = [(p, chapter, cell_timeout, total_timeout, checks) for p in paths]
-    if jobs == 1 or len(paths) == 1:
-        return [_grade_path(t) for t in tasks]
-    with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
-        return list(pool.map(_grade_path, tasks))
+    hide = tuple(hide) + (Path(folder).resolve(),)
+    with ThreadPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
+        return list(pool.map(lambda p: _grade_in_worker(p, chapter, cell_timeout, total_timeout, tuple(checks),
+                                                        hide, memory_mb, isolation), paths))
 
 
-def write_gradebook(reports: list[GradeReport], target: Path, written: Path | None = None) -> Path:
-    """One row per student, one column per exercise (and per written part, from the marked sheets)."""
-    if not reports:
-        raise ValueError("no reports to write")
-    chapter = reports[0].chapter
-    graded = [e for e in exercises_for(chapter) if e.graded]
-    by_hand = [e for e in exercises_for(chapter) if e.written]
-    header = ["student", "notebook"] + [e.label for e in graded] + ["auto_score", "auto_max"] + \
-        [e.label + WRITTEN_SUFFIX for e in by_hand] + ["written_score", "written_max", "total", "max", "errors"]
-    rows = []
-    for report in reports:
-        points = {e.label: e.points for e in report.exercises}
-        marks = read_sheet(written / f"{report.student}.md", chapter) if written and \
-            (written / f"{report.student}.md").exists() else {}
-        written_score = sum(v for v in marks.values() if v is not None)
-        row = [report.student, Path(report.notebook).name] + [points.get(e.label, 0) for e in graded] + \
-            [report.score, report.max_score] + \
-            ["" if marks.get(e.label) is None else f"{marks[e.label]:g}" for e in by_hand] + \
-            [f"{written_score:g}", sum(e.written for e in by_hand), f"{report.score + written_score:g}",
-             report.max_score + sum(e.written for e in by_hand), len(report.cell_errors)]
-        rows.append(row)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(target.suffix + ".tmp")
-    with tmp.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)
-    tmp.replace(target)
-    return target
+def _worker(args) -> int:
+    try:
+        report = grade_notebook(args.submission, args.chapter, args.cell_timeout, args.total_timeout,
+                                tuple(args.checks), isolation=detect(args.isolation), memory_mb=args.memory_mb,
+                                hide=tuple(args.hide))
+    except ValueError as err:
+        report = _failed(args.submission, resolve_chapter(args.chapter), str(err))
+    print(WORKER_MARKER + report.to_json().replace("\n", " "), flush=True)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -416,20 +255,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, help="notebooks graded at once (default: half the CPU cores)")
     parser.add_argument("--cell-timeout", type=int, default=120, help="seconds per cell (default 120)")
     parser.add_argument("--total-timeout", type=int, default=1800, help="seconds for the whole notebook")
+    parser.add_argument("--memory-mb", type=int, default=8192, help="address space of the kernel (default 8192)")
+    parser.add_argument("--isolation", choices=("auto", "none"), default="auto",
+                        help="auto: the most this machine allows (default); none: limits only")
     parser.add_argument("--checks", action="append", default=[], help="a module registering extra exercises")
+    parser.add_argument("--hide", action="append", type=Path, default=[], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not args.submission.exists():
         parser.error(f"submission {args.submission} does not exist")
     for module in args.checks:
         importlib.import_module(module)
+    if args.worker:
+        return _worker(args)
+    isolation = detect(args.isolation)
+    print(isolation.summary(), file=sys.stderr)
     if args.submission.is_dir():
         if not args.chapter:
             parser.error("grading a folder needs --chapter")
+        gradebook = args.gradebook or args.submission / "grades.csv"
+        written = args.written or gradebook.parent / "written"
         reports = grade_folder(args.submission, resolve_chapter(args.chapter), args.jobs, args.cell_timeout,
-                               args.total_timeout, tuple(args.checks))
+                               args.total_timeout, tuple(args.checks), hide=(written.resolve(),),
+                               memory_mb=args.memory_mb, isolation=args.isolation)
     else:
-        reports = [grade_notebook(args.submission, args.chapter, args.cell_timeout, args.total_timeout,
-                                  tuple(args.checks))]
+        try:
+            reports = [grade_notebook(args.submission, args.chapter, args.cell_timeout, args.total_timeout,
+                                      tuple(args.checks), isolation=isolation, memory_mb=args.memory_mb)]
+        except ValueError as err:
+            parser.exit(2, f"error: {err}\n")
         target = args.report or args.submission.with_suffix(".grade.json")
         target.write_text(reports[0].to_json() + "\n")
         print(reports[0].table())
@@ -443,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"written answers in {written}/ (fill in each points: line, then run again)")
         write_gradebook(reports, gradebook, written)
         for report in reports:
-            print(f"{report.student:24s} {report.score}/{report.max_score}  ({report.seconds:.0f} s)")
+            print(f"{report.student:24s} {report.score}/{report.max_score}  ({report.seconds:.0f} s)"
+                  + "".join(f"\n    {p}" for p in report.problems if not p.startswith("not isolated")))
         print(f"gradebook written to {gradebook}")
     return 0
 

@@ -1,11 +1,15 @@
 """The sandbox: where the grader runs a function exercise's cell on hidden inputs.
 
 The grader (:mod:`attnconv.course.grade`) never executes student code itself. For a function exercise it starts
-``python -m attnconv.course.sandbox`` as a separate process, in an empty temporary folder, and sends it the
+``python -m attnconv.course.sandbox`` as a separate process, isolated as the kernel is
+(:mod:`attnconv.course.isolation`: another user, no network, read-only files but an empty scratch folder, limits,
+killed with its whole process tree when it returns), importing the submission's pristine copy of the library,
+and sends it the
 exercise's label, the source of the student's answer cell and a random seed. The sandbox builds the hidden inputs
 from the seed (the exercise's ``context``), runs the cell with them in place of the chapter's, applies the
 exercise's ``probe`` to the student's objects and writes the result as data (:mod:`attnconv.course.wire`). Only that
-data goes back. The check then runs in the grader, against inputs the grader rebuilds from the same seed.
+data goes back. The check then runs in the checker (:mod:`attnconv.course.checker`), against inputs it rebuilds from
+the same seed.
 """
 
 from __future__ import annotations
@@ -41,38 +45,64 @@ def base_namespace() -> dict:
     return ns
 
 
-def _package_root() -> str:
-    import attnconv
+def run_function_exercise(label: str, code: str, seed: int, timeout: float = 180, checks: tuple[str, ...] = (),
+                          *, folder: Path | None = None, isolation=None, limits=None) -> tuple[dict | None, str]:
+    """Run ``code`` (a student's cell) for exercise ``label`` on hidden inputs in a separate, isolated process.
 
-    return str(Path(attnconv.__file__).resolve().parents[1])
-
-
-def run_function_exercise(label: str, code: str, seed: int, timeout: float = 180,
-                          checks: tuple[str, ...] = ()) -> tuple[dict | None, str]:
-    """Run ``code`` (a student's cell) for exercise ``label`` on hidden inputs in a separate process.
-
-    Returns ``(answers, "")`` with the probe's data still encoded as JSON text in ``answers["json"]``, or
-    ``(None, reason)`` when the cell raised, the probe failed or the time ran out. Never raises.
+    ``folder`` is the submission's private folder (its ``library`` is imported; a scratch folder is made in it);
+    without one, a temporary folder with a fresh copy of the library is used. Returns ``(answers, "")`` with the
+    probe's data still encoded as JSON text in ``answers["json"]``, or ``(None, reason)`` when the cell raised,
+    the probe failed or the time ran out. Never raises. The whole process tree is killed when it returns.
     """
+    from .checker import Library, python_path
+    from .isolation import Limits, clean_env, detect
+
+    isolation = isolation or detect()
     request = json.dumps({"label": label, "code": code, "seed": int(seed), "checks": list(checks)})
-    paths = [_package_root()] + [p for p in sys.path if p and os.path.isdir(p)]
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)),
-           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg"}
-    with tempfile.TemporaryDirectory(prefix="attnconv-sandbox-") as folder:
-        env["HOME"] = folder
+    with tempfile.TemporaryDirectory(prefix="attnconv-sandbox-") as own:
+        base = Path(folder) if folder is not None else Path(own)
+        Path(own).chmod(0o711)
+        library = base / "library"
+        if not library.exists():
+            Library.capture(tuple(checks)).write(library)
+        scratch = Path(tempfile.mkdtemp(prefix=f"sandbox-{label}-", dir=base))
+        isolation.prepare(scratch)
+        env = clean_env({"PYTHONPATH": python_path(library), "HOME": str(scratch), "OMP_NUM_THREADS": "1",
+                         "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
+                         "PYTHONDONTWRITEBYTECODE": "1"})
+        cmd = isolation.command([sys.executable, "-m", "attnconv.course.sandbox"], scratch, env,
+                                limits or Limits(cpu_s=int(timeout) * 4), readable=(library,))
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
         try:
-            proc = subprocess.run([sys.executable, "-m", "attnconv.course.sandbox"], input=request, text=True,
-                                  capture_output=True, timeout=timeout, cwd=folder, env=env)
+            stdout, stderr = proc.communicate(request.encode(), timeout=timeout)
         except subprocess.TimeoutExpired:
             return None, f"your cell ran past the {timeout:.0f} s limit on the hidden inputs"
-    lines = [line for line in proc.stdout.splitlines() if line.startswith(MARKER)]
+        finally:
+            try:
+                os.killpg(proc.pid, 9)  # whatever it left behind
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.wait()
+    lines = [line for line in stdout.decode(errors="replace").splitlines() if line.startswith(MARKER)]
     if not lines:
-        tail = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+        tail = stderr.decode(errors="replace").strip().splitlines()[-1:] or [_status(proc.returncode)]
         return None, f"the grader could not run your cell on hidden inputs ({tail[0][:200]})"
-    reply = json.loads(lines[-1][len(MARKER):])
-    if "error" in reply:
-        return None, reply["error"]
+    try:
+        reply = json.loads(lines[-1][len(MARKER):])
+        if "error" in reply:
+            return None, str(reply["error"])[:2000]
+        if not isinstance(reply.get("answers"), str):
+            raise ValueError("no answers")
+    except (ValueError, AttributeError):
+        return None, "the sandbox's reply could not be read"
     return {"json": reply["answers"]}, ""
+
+
+def _status(code: int) -> str:
+    if code < 0:
+        return f"the process was killed by signal {-code}: the memory or CPU limit, or a kill"
+    return f"exit status {code}"
 
 
 def _main() -> int:

@@ -5,19 +5,21 @@ plain JSON: numbers, strings, lists, dicts with string keys, tensors and arrays 
 SymPy expressions (as ``srepr`` text), exceptions (their type name and message) and dataclasses (their fields).
 Anything else becomes ``{"__object__": type name}``, which no check accepts.
 
-:func:`decode` runs in the grader. It rebuilds the values from that JSON and executes nothing: a SymPy ``srepr``
-is parsed with Python's ``ast`` module, every node is checked to be a call of a SymPy class, a number or a string, and only
-then is it evaluated with no builtins. Pickle is never used, because unpickling runs code.
+:func:`decode` runs in the grader's checker process (:mod:`attnconv.course.checker`, with its own time and memory
+limits). It rebuilds the values from that JSON and executes nothing: a SymPy ``srepr`` is rebuilt node by node
+against an allow-list by :func:`attnconv.course.symrepr.parse_srepr`, with no ``eval`` and no string ever parsed
+by SymPy. Pickle is never used, because unpickling runs code.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import json
 import math
 import numbers
 from typing import Any
+
+from .symrepr import parse_srepr
 
 __all__ = ["Opaque", "RaisedError", "decode", "dumps", "encode", "loads"]
 
@@ -120,56 +122,6 @@ def dumps(values: dict[str, Any]) -> str:
 
 # ----- grader side -----------------------------------------------------------------------------------------------
 
-_SYMPY_NAMES: dict[str, Any] | None = None
-
-
-def _sympy_names() -> dict[str, Any]:
-    global _SYMPY_NAMES
-    if _SYMPY_NAMES is None:
-        import sympy as sp
-
-        names = {}
-        for name in dir(sp):
-            obj = getattr(sp, name)
-            if isinstance(obj, type) and issubclass(obj, sp.Basic):
-                names[name] = obj
-            elif isinstance(obj, sp.Basic):  # singletons such as pi, E, oo, zoo, nan, I
-                names[name] = obj
-        from sympy.core.numbers import Half, NegativeOne, One, Zero
-
-        names.update(Half=Half, NegativeOne=NegativeOne, One=One, Zero=Zero, Integer=sp.Integer,
-                     Rational=sp.Rational, Float=sp.Float, Symbol=sp.Symbol, Dummy=sp.Dummy, Tuple=sp.Tuple)
-        names.update({"S": sp.S})
-        _SYMPY_NAMES = names
-    return _SYMPY_NAMES
-
-
-def _safe_srepr(text: str) -> Any:
-    """Evaluate a SymPy ``srepr`` string after checking that it holds only SymPy constructors and literals."""
-    if len(text) > 200_000:
-        raise ValueError("the SymPy expression is too long")
-    tree = ast.parse(text, mode="eval")
-    names = _sympy_names()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name) or node.func.id not in names:
-                raise ValueError(f"not a SymPy constructor: {ast.unparse(node.func)}")
-        elif isinstance(node, ast.Attribute):
-            # S.Half, S.Pi ... only on the S singleton registry, never a dunder
-            if not (isinstance(node.value, ast.Name) and node.value.id == "S" and not node.attr.startswith("_")):
-                raise ValueError(f"attribute access is not allowed in an answer: {ast.unparse(node)}")
-        elif isinstance(node, ast.Name):
-            if node.id not in names:
-                raise ValueError(f"unknown name in a SymPy answer: {node.id}")
-        elif isinstance(node, ast.Constant):
-            if not isinstance(node.value, (int, float, str, bool, type(None))):
-                raise ValueError("only numbers and strings may appear as literals")
-        elif not isinstance(node, (ast.Expression, ast.keyword, ast.Load, ast.Tuple, ast.List, ast.UnaryOp,
-                                   ast.USub, ast.UAdd)):
-            raise ValueError(f"{type(node).__name__} is not allowed in a SymPy answer")
-    return eval(compile(tree, "<answer>", "eval"), {"__builtins__": {}}, dict(names))  # noqa: S307 (checked above)
-
-
 def decode(obj: Any, depth: int = 0) -> Any:
     """Rebuild a value from :func:`encode`'s JSON (grader side; executes nothing the student wrote)."""
     if depth > MAX_DEPTH + 2:
@@ -214,7 +166,7 @@ def decode(obj: Any, depth: int = 0) -> Any:
             return torch.from_numpy(array.copy())
         return array if shape else array.reshape(()).astype(dtype)[()]
     if "__sympy__" in obj:
-        return _safe_srepr(str(obj["__sympy__"]))
+        return parse_srepr(obj["__sympy__"])
     if "__exception__" in obj:
         return RaisedError(str(obj["__exception__"]), str(obj.get("message", "")))
     if "__fields__" in obj:

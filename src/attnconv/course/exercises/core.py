@@ -32,7 +32,7 @@ from .. import wire
 
 __all__ = [
     "CheckResult", "Exercise", "EXERCISES", "as_array", "as_whole_number", "close", "describe", "exercise_table",
-    "exercises_for", "register", "run_check", "score_results", "verify",
+    "exercises_for", "load_state", "register", "run_check", "score_results", "state_of", "verify",
 ]
 
 
@@ -273,3 +273,42 @@ def verify(label: str, **values: Any) -> None:
     if not passed:
         raise AssertionError(f"{label}: {message}")
     print(f"✔ {label}: {message}")
+
+
+# ----- checking what a layer does, not what it is called ----------------------------------------------------------
+
+def state_of(layer: Any) -> dict | None:
+    """A probe's view of a student's layer: its ``state_dict`` (names → tensors), or ``None`` when it is not a
+    torch module. The check loads it into a layer it builds itself (:func:`load_state`)."""
+    import torch
+
+    if not isinstance(layer, torch.nn.Module):
+        return None
+    return {str(k): v.detach().clone() for k, v in layer.state_dict().items()}
+
+
+def load_state(reference: Any, state: Any, what: str) -> tuple[Any | None, str]:
+    """``reference`` (a layer the check built from its own inputs) with the student's parameters ``state`` loaded
+    strictly, and ``""``; or ``(None, reason)`` when ``state`` does not fit ``what`` (other names or shapes), so a
+    look-alike that only calls the right function, or keeps other parameters, fails."""
+    import copy
+
+    import torch
+
+    if not isinstance(state, dict) or not state:
+        return None, f"expected {what}, received something that is not a torch layer"
+    layer = copy.deepcopy(reference)
+    own = layer.state_dict()
+    if set(state) != set(own):
+        extra, missing = sorted(set(state) - set(own)), sorted(set(own) - set(state))
+        detail = f"unexpected {extra[0]!r}" if extra else f"missing {missing[0]!r}"
+        return None, f"expected {what}; your layer's parameters do not fit one ({detail})"
+    tensors = {}
+    for name, value in state.items():
+        array = as_array(value)
+        if array is None or tuple(array.shape) != tuple(own[name].shape):
+            return None, (f"expected {what}; your layer's {name!r} has shape "
+                          f"{None if array is None else tuple(array.shape)}, not {tuple(own[name].shape)}")
+        tensors[name] = torch.as_tensor(array, dtype=own[name].dtype)
+    layer.load_state_dict(tensors, strict=True)
+    return layer.eval(), ""

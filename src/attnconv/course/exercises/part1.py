@@ -7,7 +7,7 @@ import torch
 
 from ...attention import MultiHeadSelfAttention
 from ...conv import conv2d_as_shifts
-from .core import CheckResult, as_array, as_whole_number, close, describe, register
+from .core import CheckResult, as_array, as_whole_number, close, describe, load_state, register, state_of
 from .hidden import generator, plain, seeded
 
 CH01, CH02 = "01_convolution_as_shifts", "02_self_attention"
@@ -96,20 +96,29 @@ def _uniform_context(seed: int) -> dict:
 
 def _uniform_probe(ns) -> dict:
     out, probs = ns["pool"](ns["tokens"], need_weights=True)
-    return {"out": out, "probs": probs}
+    return {"state": state_of(ns["pool"]), "out": out}
 
 
-@register("ex-02-uniform", CH02, "code", 10, ("out", "probs"), given=("tokens",), context=_uniform_context,
+@register("ex-02-uniform", CH02, "code", 10, ("state", "out"), given=("tokens",), context=_uniform_context,
           probe=_uniform_probe, needs=("pool",), parts=(("uniform", 1), ("pooling", 1)))
-def uniform_attention(out, probs, tokens) -> list[CheckResult]:
-    probs, out = as_array(probs), as_array(out)
+def uniform_attention(state, out, tokens) -> list[CheckResult]:
+    """The student's weights, loaded into a layer built here, run on hidden tokens: what the layer does decides."""
+    layer, why = load_state(MultiHeadSelfAttention(embed_dim=12, num_heads=1, bias=False).double(), state,
+                            "the MultiHeadSelfAttention layer pool, with its weights set")
+    if layer is None:
+        return [CheckResult(False, why, "uniform"), CheckResult(False, why, "pooling")]
+    rebuilt, probs = layer(tokens, need_weights=True)
+    if not close(out, rebuilt)[0]:
+        bad = ("your layer's output on hidden tokens is not what a MultiHeadSelfAttention with its weights "
+               f"computes (received {describe(out)})")
+        return [CheckResult(False, bad, "uniform"), CheckResult(False, bad, "pooling")]
     n = probs.shape[-1]
     uniform = close(probs, torch.full(probs.shape, 1.0 / n, dtype=torch.float64))[0]
     first = CheckResult(uniform, "every attention weight is 1/N" if uniform else
                         f"expected every attention weight to be 1/N = {1 / n:.5f}; received weights from "
                         f"{float(probs.min()):.5f} to {float(probs.max()):.5f}", "uniform")
     mean = tokens.mean(dim=(1, 2), keepdim=True).expand_as(tokens)
-    ok, err, _ = close(out, mean)
+    ok, err, _ = close(rebuilt, mean)
     second = CheckResult(ok, "the output is the mean token: global average pooling" if ok else
                          f"the output differs from the mean token by {err:.2e}: expected identity value and output "
                          "projections", "pooling")

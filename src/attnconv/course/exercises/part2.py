@@ -8,11 +8,11 @@ import sympy as sp
 import torch
 
 from ...bounds import off_target_mass_bound
-from ...construct import convert_convolutions
+from ...construct import conv_to_mhsa, convert_convolutions
 from ...models.smallcnn import SmallCNN, predict_logits, synthetic_images
 from ...positional import QuadraticEncoding
 from ...proofs import image as proofs
-from .core import CheckResult, as_array, as_whole_number, close, describe, register
+from .core import CheckResult, as_array, as_whole_number, close, describe, load_state, register, state_of
 from .hidden import generator, plain, seeded
 
 CH03, CH04 = "03_attention_can_express_convolution", "04_positional_encoding_zoo"
@@ -71,19 +71,24 @@ def _even_context(seed: int) -> dict:
 
 def _even_probe(ns) -> dict:
     layer = ns["even_attention"]
-    return {"attention_out": layer(ns["x"]), "layer_type": type(layer).__name__}
+    return {"attention_out": layer(ns["x"]), "state": state_of(layer)}
 
 
-@register("ex-03-even-kernel", CH03, "code", 10, ("attention_out", "layer_type"), given=("even", "x"),
+@register("ex-03-even-kernel", CH03, "code", 10, ("attention_out", "state"), given=("even", "x"),
           context=_even_context, probe=_even_probe, needs=("even_attention",), written=1)
-def even_kernel(attention_out, layer_type, even, x) -> CheckResult:
-    if layer_type != "ConvAsAttention":
-        return CheckResult(False, f"expected the attention layer that conv_to_mhsa returns, received a {layer_type}")
+def even_kernel(attention_out, state, even, x) -> CheckResult:
+    """The student's parameters, loaded into the attention layer built here from the hidden convolution, must
+    compute that convolution on hidden inputs, and so must the student's own layer."""
+    layer, why = load_state(conv_to_mhsa(even), state, "the attention layer that conv_to_mhsa returns")
+    if layer is None:
+        return CheckResult(False, why)
     expected = even(x)
-    ok, err, tol = close(attention_out, expected)
-    if not ok:
-        return CheckResult(False, f"on other inputs your attention layer differs from the 2x2 convolution by "
-                                  f"{err:.2e} (expected within {tol:.0e}), or its output is {describe(attention_out)}")
+    for output, whose in ((attention_out, "your attention layer"), (layer(x), "an attention layer with your "
+                                                                               "layer's parameters")):
+        ok, err, tol = close(output, expected)
+        if not ok:
+            return CheckResult(False, f"on other inputs {whose} differs from the 2x2 convolution by {err:.2e} "
+                                      f"(expected within {tol:.0e}), or its output is {describe(output)}")
     return CheckResult(True, "the 2x2 convolution is four heads, one per tap")
 
 

@@ -10,8 +10,9 @@ import torch
 
 from ...attention import MultiHeadSelfAttention
 from ...composite import CompositeAttention
+from ...construct import attention_to_lightconv
 from ...positional import RelativePositionBias
-from .core import CheckResult, as_array, as_whole_number, close, describe, register
+from .core import CheckResult, as_array, as_whole_number, close, describe, load_state, register, state_of
 from .hidden import generator, seeded
 
 CH05 = "05_relative_positions_are_convolutions"
@@ -21,39 +22,55 @@ def _clipped_context(seed: int) -> dict:
     with seeded(seed):
         clipped = MultiHeadSelfAttention(16, 4, positional=RelativePositionBias(4, max_distance=2),
                                          content=False).double()
-    return {"clipped": clipped, "probe_seed": int(seed) + 1}
+    return {"clipped": clipped}
+
+
+def _clipped_inputs(clipped) -> list[torch.Tensor]:
+    """Random sequences of 10, 7 and 3 tokens, seeded by the layer's own (hidden) weights."""
+    weights = torch.cat([p.detach().double().flatten() for p in clipped.parameters()])
+    gen = generator(int(float(weights.abs().sum()) * 1e6) % 2**31)
+    return [torch.randn(2, n, clipped.embed_dim, dtype=torch.float64, generator=gen) for n in (10, 7, 3)]
 
 
 def _clipped_probe(ns) -> dict:
-    """The student's convolution on sequences of 10, 7 and 3 tokens (hidden ones in the grader's sandbox)."""
+    """The student's convolution on sequences of 10, 7 and 3 tokens (hidden ones in the grader's sandbox), and its
+    parameters; the check rebuilds the inputs itself."""
     equivalent = ns["equivalent"]
     conv = getattr(equivalent, "conv", None)
     dtype = getattr(getattr(conv, "weight", None), "dtype", torch.float64)
-    gen = generator(ns.get("probe_seed", 5))
-    inputs = [torch.randn(2, n, ns["clipped"].embed_dim, dtype=torch.float64, generator=gen) for n in (10, 7, 3)]
-    return {"types": [type(equivalent).__name__, type(conv).__name__],
-            "width": getattr(conv, "kernel_size", None),
-            "inputs": inputs, "outputs": [equivalent(x.to(dtype)) for x in inputs]}
+    inputs = _clipped_inputs(ns["clipped"])
+    return {"state": state_of(equivalent), "outputs": [equivalent(x.to(dtype)) for x in inputs]}
 
 
-@register("ex-05-clipped-width", CH05, "code", 10, ("types", "width", "inputs", "outputs"), given=("clipped",),
+@register("ex-05-clipped-width", CH05, "code", 10, ("state", "outputs"), given=("clipped",),
           context=_clipped_context, probe=_clipped_probe, needs=("equivalent",), parts=(("width", 1), ("outputs", 1)))
-def clipped_width(types, width, inputs, outputs, clipped) -> list[CheckResult]:
-    if list(types) != ["ProjectedConv1d", "LightweightConv1d"]:
-        bad = f"expected the ProjectedConv1d that attention_to_lightconv returns, received a {types[0]}"
+def clipped_width(state, outputs, clipped) -> list[CheckResult]:
+    """The student's parameters are loaded into the ProjectedConv1d that ``attention_to_lightconv`` builds here,
+    with as many taps as theirs; that layer, and the student's own, must equal the attention layer."""
+    weight = as_array(state.get("conv.weight")) if isinstance(state, dict) else None
+    taps = int(weight.shape[-1]) if weight is not None and weight.ndim == 2 else None
+    what = "the ProjectedConv1d that attention_to_lightconv returns"
+    if taps is None or taps % 2 == 0 or not 1 <= taps <= 99:
+        bad = f"expected {what}, with an odd number of taps; received {describe(state)}"
         return [CheckResult(False, bad, "width"), CheckResult(False, bad, "outputs")]
-    taps = as_whole_number(width)
+    layer, why = load_state(attention_to_lightconv(clipped, max_length=(taps + 1) // 2), state, what)
+    if layer is None:
+        return [CheckResult(False, why, "width"), CheckResult(False, why, "outputs")]
     first = CheckResult(taps == 19, "19 taps" if taps == 19 else
-                        f"received a convolution with {width} taps; expected one that reaches every offset of a "
+                        f"received a convolution with {taps} taps; expected one that reaches every offset of a "
                         "10-token sequence", "width")
-    xs = [torch.as_tensor(as_array(x), dtype=torch.float64) for x in inputs]
-    if [tuple(x.shape[:2]) for x in xs] != [(2, 10), (2, 7), (2, 3)] or min(float(x.std()) for x in xs) < 0.5:
-        return [first, CheckResult(False, "the probe's inputs were altered", "outputs")]
+    xs = _clipped_inputs(clipped)
+    if not isinstance(outputs, (list, tuple)) or len(outputs) != len(xs):
+        return [first, CheckResult(False, f"expected outputs on {len(xs)} sequences, received {describe(outputs)}",
+                                   "outputs")]
     for x, got in zip(xs, outputs):
-        ok, err, tol = close(got, clipped(x)[0])
-        if not ok:
-            return [first, CheckResult(False, f"on {x.shape[1]} random tokens your convolution differs from the "
-                                              f"attention layer by {err:.1e} (expected within {tol:.0e})", "outputs")]
+        truth = clipped(x)[0]
+        for output, whose in ((got, "your convolution"), (layer(x), "a convolution with your parameters")):
+            ok, err, tol = close(output, truth)
+            if not ok:
+                return [first, CheckResult(False, f"on {x.shape[1]} random tokens {whose} differs from the "
+                                                  f"attention layer by {err:.1e} (expected within {tol:.0e})",
+                                           "outputs")]
     return [first, CheckResult(True, "equal outputs on every length up to 10", "outputs")]
 
 
