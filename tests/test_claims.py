@@ -84,3 +84,28 @@ def test_book_numbers_follow_the_chapters():
     numbers = book_numbers(ROOT)
     assert numbers["lem-conv-shifts"] == "Lemma 1.1"
     assert numbers["thm-attention-conv"] == "Theorem 3.1" and numbers["thm-shaw"] == "Theorem 5.2"
+
+
+def test_the_ledger_lists_every_class_of_variant():
+    """Each class of wrong or right answer the proofs must tell apart is a listed variant of its claim."""
+    false = {c.label: [d for d, _ in c.false_variants] for c in CLAIMS}
+    true = {c.label: [d for d, _ in c.true_variants] for c in CLAIMS}
+    expected_false = {
+        "hard-limit": ["Δ/2", "unbounded", "half-integer", "opposite sign"],
+        "lemma-1": ["swapped", "two heads on tap 1"],
+        "theorem-1-2d": ["unpadded image"],
+        "finite-alpha-bound": ["half as large", "θ(2α)", "coefficient -1", "opposite sign"],
+        "alibi": ["future keys", "bidirectional normaliser"],
+        "sequence-conventions": ["flipped clip", "i - j"],
+        "unpadded-border": ["padded construction"],
+    }
+    expected_true = {
+        "hard-limit": ["every f in (-1/2, 1/2)"],
+        "lemma-1": ["exchanged", "3-cycle"],
+        "theorem-1-2d": ["inside the image"],
+        "finite-alpha-bound": ["twice as large", "θ(α/2)"],
+    }
+    for expected, listed in ((expected_false, false), (expected_true, true)):
+        for label, fragments in expected.items():
+            for fragment in fragments:
+                assert any(fragment in d for d in listed[label]), (label, fragment)

@@ -128,3 +128,9 @@ def test_positive_is_sound_and_strict():
     assert not positive(U / (1 + U))  # zero at u = 0
     assert not positive(sp.Symbol("x") + 1)  # a symbol with no sign
     assert not positive(sp.Integer(0)) and positive(sp.Rational(1, 3))
+
+
+@pytest.mark.parametrize("bad", [sp.I, [1, 2], "not a centre"])
+def test_a_centre_that_is_not_real_is_refused(bad):
+    with pytest.raises(TypeError, match="offset must be a real"):
+        proofs.hard_attention_limit(offset=bad)

@@ -117,7 +117,10 @@ def hard_attention_limit(sign: int = -1, offset: sp.Expr = 0, center: sp.Expr | 
 def centre_offset(offset: object) -> sp.Expr:
     """A head centre's offset from its tap: a real number (1/3) or a real SymPy expression (f, or
     (u - v)/(2(1 + u + v)) with u, v ≥ 0 for every f in (-1/2, 1/2)). Floats are read as the rational they print."""
-    value = sp.nsimplify(offset) if isinstance(offset, (int, float)) else sp.sympify(offset)
+    try:
+        value = sp.nsimplify(offset) if isinstance(offset, (int, float)) else sp.sympify(offset)
+    except (sp.SympifyError, TypeError) as error:
+        raise TypeError(f"offset must be a real number or a real SymPy expression, got {offset!r}") from error
     if not isinstance(value, sp.Expr) or value.is_real is False or value.has(sp.I):
         raise TypeError(f"offset must be a real number or a real SymPy expression, got {offset!r}")
     return value

@@ -208,8 +208,11 @@ def axis_limit(center: sp.Expr, sign: int = -1, coefficient: int = -2) -> AxisLi
         sign: the encoding's sign, -1 for the paper's (+1 is the false variant with no interior maximum).
         coefficient: c, -2 in the paper.
     """
-    center = sp.sympify(center)
-    if not center.is_real and center.is_real is not None or not isinstance(center, sp.Expr):
+    try:
+        center = sp.sympify(center)
+    except (sp.SympifyError, TypeError) as error:
+        raise TypeError(f"center must be a real SymPy expression, got {center!r}") from error
+    if not isinstance(center, sp.Expr) or center.is_real is False:
         raise TypeError(f"center must be a real SymPy expression, got {center!r}")
     delta = sp.Symbol("delta", real=True)
     logit = encoding_logit([delta], [center], sign, coefficient)
