@@ -165,6 +165,16 @@ def _death(manager) -> str:
     return f"exit status {code}" + (" (os._exit or sys.exit in the kernel's own process)" if code else "")
 
 
+def _still_busy(client, index: int, cell) -> None:
+    """After an interrupted cell, wait for the kernel to answer a no-op cell (the watchdog is still armed)."""
+    probe = nbformat.v4.new_code_cell("pass")
+    client.timeout = GRACE + 5
+    try:
+        client.execute_cell(probe, index)
+    finally:
+        client.nb.cells[index] = cell
+
+
 def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonce: str, isolation: Isolation,
                  scratch: Path, cwd: Path, library: Path, pythonpath: str, limits: Limits, cell_timeout: int,
                  total_timeout: int, hide: tuple[Path, ...] = ()) -> KernelRun:
@@ -218,6 +228,9 @@ def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonc
                 deadline["at"] = began + limit + GRACE
                 try:
                     client.execute_cell(cell, index)
+                    if (error := _cell_error(cell)) is not None and error["ename"] in ("KeyboardInterrupt",
+                                                                                      "CellTimeout"):
+                        _still_busy(client, index, cell)  # the watchdog stops a kernel that ignored the interrupt
                 except DeadKernelError:
                     overran = fired.is_set()
                     reason = (f"ran past the {cell_timeout if why == 'cell' else total_timeout} s time limit of the "
@@ -238,8 +251,9 @@ def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonc
                         if overran else error
                 for exercise in capture_after.get(index, []):
                     capture = _capture_cell(exercise.names, nonce)
-                    client.timeout = CAPTURE_TIMEOUT
-                    deadline["at"] = time.monotonic() + CAPTURE_TIMEOUT + GRACE
+                    wait = max(5, min(CAPTURE_TIMEOUT, total_timeout - (time.monotonic() - start)))
+                    client.timeout = int(wait)
+                    deadline["at"] = time.monotonic() + wait + GRACE
                     try:
                         client.execute_cell(capture, index)
                     except DeadKernelError:
