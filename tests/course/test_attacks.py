@@ -167,3 +167,13 @@ def test_the_sandbox_has_no_network_and_writes_only_its_scratch_folder(tmp_path)
     assert "wrote" not in out.stdout and "network" not in out.stdout, out.stdout
     assert "uid 65534" in out.stdout
     assert (scratch / "ok").read_text() == "ok" and not (tmp_path / "outside").exists()
+
+
+def test_without_isolation_it_still_grades_and_says_what_is_missing(toy):
+    report = grade_notebook(write(toy / "alice.ipynb", *honest_cells()), CHAPTER, checks=("toy_checks",),
+                            isolation=detect("none"))
+    assert report.score == MAX, report.table()
+    missing = [p for p in report.problems if p.startswith("not isolated")]
+    assert len(missing) == 4 and any("unprivileged user" in p for p in missing) and \
+        any("no network" in p for p in missing), report.problems
+    assert "bubblewrap" in report.isolation

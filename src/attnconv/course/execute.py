@@ -226,10 +226,12 @@ def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonc
                 client.timeout = max(1, int(limit))
                 began = time.monotonic()
                 deadline["at"] = began + limit + GRACE
+                timed_out = False
                 try:
                     client.execute_cell(cell, index)
-                    if (error := _cell_error(cell)) is not None and error["ename"] in ("KeyboardInterrupt",
-                                                                                      "CellTimeout"):
+                    # nbclient interrupts at the limit and returns without an error output of its own
+                    timed_out = time.monotonic() - began >= client.timeout - 0.05
+                    if timed_out:
                         _still_busy(client, index, cell)  # the watchdog stops a kernel that ignored the interrupt
                 except DeadKernelError:
                     overran = fired.is_set()
@@ -244,11 +246,10 @@ def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonc
                     run.errors[index] = {"ename": type(err).__name__, "evalue": str(err)[:300]}
                 finally:
                     deadline["at"] = None
-                if (error := _cell_error(cell)) is not None:
-                    overran = error["ename"] in ("KeyboardInterrupt", "CellTimeout") and \
-                        time.monotonic() - began >= limit - 0.5
-                    run.errors[index] = {"ename": "CellTimeout", "evalue": "time limit", "limit": why} \
-                        if overran else error
+                if timed_out:
+                    run.errors[index] = {"ename": "CellTimeout", "evalue": "time limit", "limit": why}
+                elif (error := _cell_error(cell)) is not None:
+                    run.errors[index] = error
                 for exercise in capture_after.get(index, []):
                     capture = _capture_cell(exercise.names, nonce)
                     wait = max(5, min(CAPTURE_TIMEOUT, total_timeout - (time.monotonic() - start)))
