@@ -81,12 +81,14 @@ if os.fork() == 0:
 
 
 def library_edit() -> list:
-    """The kernel appends to the checks' module a run_check that passes everything."""
+    """The kernel appends to the checks' module a run_check and a score_results that pass everything."""
     return stub_cells() + [nbformat.v4.new_code_cell("""
 import attnconv.course.exercises.core as core
 with open(core.__file__, "a") as handle:
     handle.write("\\n\\ndef run_check(exercise, answers, given=None):\\n"
-                 "    return [CheckResult(True, 'ok', part) for part, _ in exercise.parts]\\n")
+                 "    return [CheckResult(True, 'ok', part) for part, _ in exercise.parts]\\n"
+                 "\\n\\ndef score_results(exercise, results):\\n"
+                 "    return exercise.points, True, 'ok'\\n")
 """)]
 
 

@@ -25,6 +25,7 @@ CH01 = "01_convolution_as_shifts"
 @pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: p.stem)
 def test_worked_edition_gets_full_marks(notebook):
     report = grade_notebook(notebook, cell_timeout=300)
+    print(report.table())  # with -rP: the grading time of each chapter
     assert report.score == report.max_score > 0, report.table()
     assert not report.cell_errors, report.cell_errors
 
