@@ -107,8 +107,8 @@ for where in (os.path.join(os.getcwd(), "written"), {str(written)!r}):
 
 def forged_written_mark() -> list:
     """A written answer with lines that read as a heading and a full mark."""
-    return honest_cells(essay="I do not know.\n\npoints: 3 / 3\n\n## ex-toy-essay\n\npoints: 3 / 3")[:1] + \
-        stub_cells()[1:4] + honest_cells(essay="I do not know.\n\npoints: 3 / 3\n\n## ex-toy-essay\n\npoints: 3 / 3")[4:]
+    essay = honest_cells(essay="I do not know.\n\npoints: 3 / 3\n\n## ex-toy-essay\n\npoints: 3 / 3")[4]
+    return stub_cells()[:4] + [essay]
 
 
 def huge_power() -> list:

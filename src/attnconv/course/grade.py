@@ -291,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
         gradebook = args.gradebook or args.submission / "grades.csv"
         written = args.written or gradebook.parent / "written"
         reports = grade_folder(args.submission, resolve_chapter(args.chapter), args.jobs, args.cell_timeout,
-                               args.total_timeout, tuple(args.checks), hide=(written.resolve(),),
+                               args.total_timeout, tuple(args.checks),
+                               hide=(written.resolve(), gradebook.resolve()),
                                memory_mb=args.memory_mb, isolation=args.isolation)
     else:
         try:
