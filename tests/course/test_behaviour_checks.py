@@ -11,10 +11,11 @@ from attnconv.course import wire
 from attnconv.course.exercises import EXERCISES, run_check
 from attnconv.course.sandbox import base_namespace
 
-PEAK_CELL = ('kernels = np.array(composite.kernels["fixed"]) if composite is not None else np.full((2, 4, 33), 1 / 33)\n'
+PEAK_CELL = ('kernels = np.array(composite.kernels["fixed"]) if composite is not None else '
+             'np.full((2, 4, 33), 1 / 33)\n'
              'offsets = np.arange(-(kernels.shape[-1] // 2), kernels.shape[-1] // 2 + 1)\n')
-COST_CELL = ('rows = json.loads(bench.with_suffix(".json").read_text())["rows"] if bench.with_suffix(".json").is_file() '
-             'else {}\n')
+COST_CELL = ('rows = json.loads(bench.with_suffix(".json").read_text())["rows"] '
+             'if bench.with_suffix(".json").is_file() else {}\n')
 PAD_CELL = "pad = torch.zeros(2, 12, dtype=torch.bool)\npad[1, 7:] = True\n"
 FAKE_CONV = ("class ConvAsAttention(torch.nn.Module):\n    def __init__(self, conv):\n        super().__init__()\n"
              "        self.conv = conv\n    def forward(self, x):\n        return self.conv(x)\n")
@@ -41,7 +42,8 @@ CASES = {
                                         "equivalent = ProjectedConv1d(clipped)\n"}),
     "ex-07-peak-offsets": (
         PEAK_CELL + "peak = offsets[kernels.argmax(-1)]\nweight = kernels.max(-1)\n",
-        {"kernels-of-ones": PEAK_CELL + "kernels = np.ones((1, 1, 1))\npeak = np.zeros((1, 1))\nweight = np.ones((1, 1))\n",
+        {"kernels-of-ones": PEAK_CELL + "kernels = np.ones((1, 1, 1))\npeak = np.zeros((1, 1))\n"
+                                        "weight = np.ones((1, 1))\n",
          "uniform-kernels": "kernels = np.full((2, 4, 33), 1 / 33)\noffsets = np.arange(-16, 17)\n"
                             "peak = offsets[kernels.argmax(-1)]\nweight = kernels.max(-1)\n"}),
     "ex-07-cost": (
@@ -74,7 +76,8 @@ def test_worked_answer_passes_on_hidden_inputs(label):
     assert all(getattr(r, "passed", False) for r in results), results
 
 
-@pytest.mark.parametrize("label,cheat", [(label, cheat) for label in sorted(CASES) for cheat in sorted(CASES[label][1])])
+@pytest.mark.parametrize("label,cheat", [(label, cheat) for label in sorted(CASES)
+                                         for cheat in sorted(CASES[label][1])])
 def test_look_alike_fails(label, cheat):
     results = _grade(label, CASES[label][1][cheat])
     assert not all(getattr(r, "passed", False) for r in results), results

@@ -165,6 +165,16 @@ def _death(manager) -> str:
     return f"exit status {code}" + (" (os._exit or sys.exit in the kernel's own process)" if code else "")
 
 
+def _still_busy(client, index: int, cell) -> None:
+    """After an interrupted cell, wait for the kernel to answer a no-op cell (the watchdog is still armed)."""
+    probe = nbformat.v4.new_code_cell("pass")
+    client.timeout = GRACE + 5
+    try:
+        client.execute_cell(probe, index)
+    finally:
+        client.nb.cells[index] = cell
+
+
 def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonce: str, isolation: Isolation,
                  scratch: Path, cwd: Path, library: Path, pythonpath: str, limits: Limits, cell_timeout: int,
                  total_timeout: int, hide: tuple[Path, ...] = ()) -> KernelRun:
@@ -216,8 +226,13 @@ def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonc
                 client.timeout = max(1, int(limit))
                 began = time.monotonic()
                 deadline["at"] = began + limit + GRACE
+                timed_out = False
                 try:
                     client.execute_cell(cell, index)
+                    # nbclient interrupts at the limit and returns without an error output of its own
+                    timed_out = time.monotonic() - began >= client.timeout - 0.05
+                    if timed_out:
+                        _still_busy(client, index, cell)  # the watchdog stops a kernel that ignored the interrupt
                 except DeadKernelError:
                     overran = fired.is_set()
                     reason = (f"ran past the {cell_timeout if why == 'cell' else total_timeout} s time limit of the "
@@ -231,15 +246,15 @@ def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonc
                     run.errors[index] = {"ename": type(err).__name__, "evalue": str(err)[:300]}
                 finally:
                     deadline["at"] = None
-                if (error := _cell_error(cell)) is not None:
-                    overran = error["ename"] in ("KeyboardInterrupt", "CellTimeout") and \
-                        time.monotonic() - began >= limit - 0.5
-                    run.errors[index] = {"ename": "CellTimeout", "evalue": "time limit", "limit": why} \
-                        if overran else error
+                if timed_out:
+                    run.errors[index] = {"ename": "CellTimeout", "evalue": "time limit", "limit": why}
+                elif (error := _cell_error(cell)) is not None:
+                    run.errors[index] = error
                 for exercise in capture_after.get(index, []):
                     capture = _capture_cell(exercise.names, nonce)
-                    client.timeout = CAPTURE_TIMEOUT
-                    deadline["at"] = time.monotonic() + CAPTURE_TIMEOUT + GRACE
+                    wait = max(5, min(CAPTURE_TIMEOUT, total_timeout - (time.monotonic() - start)))
+                    client.timeout = int(wait)
+                    deadline["at"] = time.monotonic() + wait + GRACE
                     try:
                         client.execute_cell(capture, index)
                     except DeadKernelError:

@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -50,6 +51,8 @@ __all__ = ["ExerciseGrade", "GradeReport", "grade_folder", "grade_notebook", "ma
            "resolve_chapter", "sheet_conflicts", "write_gradebook", "write_sheet"]
 
 WORKER_MARKER = "@@ATTNCONV-REPORT@@"
+_ACTIVE = [0]  # gradings running in this process: orphans are swept only when one runs alone
+_LOCK = threading.Lock()
 
 
 def _own_error(label: str, error: dict | None, cell_timeout: int, total_timeout: int) -> str | None:
@@ -106,6 +109,8 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
             capture_after.setdefault(cells[e.label], []).append(e)
     subreaper = become_subreaper()
     before = set(descendants(os.getpid()))
+    with _LOCK:
+        _ACTIVE[0] += 1
     start = time.monotonic()
     folder = Path(tempfile.mkdtemp(prefix="attnconv-grade-"))
     try:
@@ -144,7 +149,10 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
                 report.exercises.append(_grade_one(exercise, cells, reasons, run.captured, answers, seeds,
                                                    checker))
     finally:
-        killed = kill_tree(before) if subreaper else 0
+        with _LOCK:
+            alone = _ACTIVE[0] == 1
+            killed = kill_tree(before) if subreaper and alone else 0  # never another grading's processes
+            _ACTIVE[0] -= 1
         shutil.rmtree(folder, ignore_errors=True)
     if killed:
         report.problems.append(f"{killed} process(es) the submission started were still running and were killed")
@@ -200,14 +208,21 @@ def _grade_in_worker(path: Path, chapter: str, cell_timeout: int, total_timeout:
         for folder_hidden in hide:
             argv += ["--hide", str(folder_hidden)]
         env = dict(os.environ, PYTHONPATH=python_path(lib))
+        worker = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                  cwd=folder, start_new_session=True)
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=folder,
-                                  timeout=total_timeout + 4 * cell_timeout + 600, start_new_session=True)
+            stdout, stderr = worker.communicate(timeout=total_timeout + 4 * cell_timeout + 600)
         except subprocess.TimeoutExpired:
+            for pid in [*descendants(worker.pid), worker.pid]:  # the worker's kernels first, then the worker
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+            worker.communicate()
             return _failed(path, chapter, "grading this notebook ran past the grader's own time limit")
-        lines = [line for line in done.stdout.splitlines() if line.startswith(WORKER_MARKER)]
+        lines = [line for line in stdout.splitlines() if line.startswith(WORKER_MARKER)]
         if not lines:
-            tail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            tail = (stderr.strip().splitlines() or [f"exit status {worker.returncode}"])[-1]
             return _failed(path, chapter, f"this notebook could not be graded: {tail[:300]}")
         return GradeReport.from_json(lines[-1][len(WORKER_MARKER):])
     finally:
@@ -276,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
         gradebook = args.gradebook or args.submission / "grades.csv"
         written = args.written or gradebook.parent / "written"
         reports = grade_folder(args.submission, resolve_chapter(args.chapter), args.jobs, args.cell_timeout,
-                               args.total_timeout, tuple(args.checks), hide=(written.resolve(),),
+                               args.total_timeout, tuple(args.checks),
+                               hide=(written.resolve(), gradebook.resolve()),
                                memory_mb=args.memory_mb, isolation=args.isolation)
     else:
         try:

@@ -28,12 +28,15 @@ from .grade import grade_notebook, resolve_chapter
 __all__ = ["build_autograder", "gradescope_results", "main", "run"]
 
 SETUP = """#!/usr/bin/env bash
-# Gradescope runs this once while it builds the autograder image (Ubuntu with python3).
+# Gradescope runs this once while it builds the autograder image (Ubuntu 22.04 with Python 3.10, or newer).
+# bubblewrap isolates the student's code when the container allows user namespaces; the grader says when not.
 set -euo pipefail
-apt-get update -q && apt-get install -y -q python3-pip python3-venv
+apt-get update -q
+apt-get install -y -q --no-install-recommends python3-pip python3-venv bubblewrap
 python3 -m pip install --upgrade pip
 python3 -m pip install --extra-index-url https://download.pytorch.org/whl/cpu -r /autograder/source/requirements.txt
 python3 -m ipykernel install --name python3
+python3 -c "import sys; sys.path.insert(0, '/autograder/source/files'); import attnconv.course.grade"
 """
 
 RUN = """#!/usr/bin/env bash
@@ -45,11 +48,13 @@ export PYTHONPATH="$ROOT/source/files${PYTHONPATH:+:$PYTHONPATH}"
 exec "$PYTHON" -m attnconv.course.gradescope run --root "$ROOT"
 """
 
-REQUIREMENTS = """# What the grader and the chapters' kernels need (torch from the CPU index, see setup.sh).
+REQUIREMENTS = """# What the grader and the chapters' kernels need (torch from the CPU index, see setup.sh). NumPy 2.4 and
+# Matplotlib 3.11 need Python 3.11; Ubuntu 22.04 (Gradescope's common base) has Python 3.10, where pip picks
+# NumPy 2.2 and Matplotlib 3.10 from these ranges.
 torch==2.13.0
-numpy==2.4.*
+numpy>=2.2,<2.5
 sympy==1.14.0
-matplotlib==3.11.*
+matplotlib>=3.10,<3.12
 pillow>=10
 ipykernel==7.4.*
 ipywidgets==8.1.9
@@ -88,26 +93,40 @@ def gradescope_results(report) -> dict:
     tests = [{"name": e.label, "score": e.points, "max_score": e.max_points, "output": e.message,
               "status": "passed" if e.passed else "failed", "visibility": "visible"} for e in report.exercises]
     errors = "".join(f"\ncell {c['cell']}: {c['ename']}: {c['evalue']}" for c in report.cell_errors)
+    problems = "".join(f"\n{p}" for p in report.problems if not p.startswith("not isolated"))
     return {"score": report.score, "execution_time": round(report.seconds, 1), "tests": tests,
             "output": f"{report.chapter}: {report.score}/{report.max_score} points graded automatically; written "
-                      f"parts are marked by hand.{errors and chr(10) + 'Cells that raised:' + errors}"}
+                      f"parts are marked by hand.{errors and chr(10) + 'Cells that raised:' + errors}"
+                      f"{problems and chr(10) + 'Problems:' + problems}"}
+
+
+def _write_results(results_dir: Path, results: dict) -> None:
+    results_dir.mkdir(parents=True, exist_ok=True)
+    tmp = results_dir / ".results.json.tmp"
+    tmp.write_text(json.dumps(results, indent=2) + "\n")
+    tmp.replace(results_dir / "results.json")
 
 
 def run(root: Path) -> dict:
-    """Grade the notebook in ``root/submission`` and write ``root/results/results.json``."""
-    config = json.loads((root / "source" / "autograder_config.json").read_text())
-    notebooks = sorted((root / "submission").glob("*.ipynb"))
-    named = [p for p in notebooks if p.stem == config["chapter"]]
+    """Grade the notebook in ``root/submission`` and write ``root/results/results.json``; a run that fails still
+    writes one, with score 0 and the reason, so the student sees why."""
     results_dir = root / "results"
-    results_dir.mkdir(parents=True, exist_ok=True)
-    if not notebooks:
-        results = {"score": 0, "tests": [], "output": "no .ipynb notebook was submitted"}
-    else:
-        report = grade_notebook((named or notebooks)[0], config["chapter"], config["cell_timeout"],
-                                config["total_timeout"])
-        results = gradescope_results(report)
-        print(report.table())
-    (results_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    try:
+        config = json.loads((root / "source" / "autograder_config.json").read_text())
+        notebooks = sorted((root / "submission").glob("*.ipynb"))
+        named = [p for p in notebooks if p.stem == config["chapter"]]
+        if not notebooks:
+            results = {"score": 0, "tests": [], "output": "no .ipynb notebook was submitted"}
+        else:
+            report = grade_notebook((named or notebooks)[0], config["chapter"], config["cell_timeout"],
+                                    config["total_timeout"], hide=(root / "submission", results_dir))
+            results = gradescope_results(report)
+            print(report.table())
+    except Exception as err:  # noqa: BLE001  (whatever went wrong, the student gets a results.json saying so)
+        results = {"score": 0, "tests": [], "output": f"the autograder could not grade this submission: "
+                                                      f"{type(err).__name__}: {str(err)[:500]}"}
+        print(results["output"], file=sys.stderr)
+    _write_results(results_dir, results)
     return results
 
 
