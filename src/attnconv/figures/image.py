@@ -138,15 +138,21 @@ def plot_attention(probs: Tensor, grid: Sequence[int], query: Sequence[int], ima
 
 def plot_error_vs_alpha(alphas: Sequence[float], measured: Sequence[float], bound: Sequence[float],
                         floor: float | None = None) -> Figure:
-    """Semilog plot of the measured ‖MHSA(X) - Conv(X)‖ against α, with the derived bound drawn over it."""
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.semilogy(alphas, bound, "--", color="black", label="bound 2ε(α) Σ_h max_k ‖X_k W_h‖")
-    ax.semilogy(alphas, measured, "o-", color="tab:blue", ms=4, label="measured max_q ‖MHSA(X)_q − Conv(X)_q‖")
+    """Semilog plot of the measured ‖MHSA(X) - Conv(X)‖ against α, with the derived bound drawn over it.
+
+    The legend writes the bound of Proposition 3.1 in its own symbols; the figure is 4.6 in wide, so that a phone
+    shows it whole with its text at 9 px or more."""
+    fig, ax = plt.subplots(figsize=(4.6, 4.0))
+    ax.semilogy(alphas, bound, "--", color="black",
+                label=r"bound $2\varepsilon(\alpha)\sum_h \max_j \Vert X_j W_{\Delta^{(h)}}\Vert_2$")
+    ax.semilogy(alphas, measured, "o-", color="tab:blue", ms=4,
+                label=r"measured $\max_q \Vert \mathrm{MHSA}(X)_q - \mathrm{Conv}(X)_q \Vert_2$")
     if floor is not None:
-        ax.axhline(floor, color="tab:red", lw=0.8, label="hard attention (α → ∞), same dtype")
-    ax.set_xlabel("α (inverse width of every head)")
-    ax.set_ylabel("error")
-    ax.legend(fontsize=8)
+        ax.axhline(floor, color="tab:red", lw=0.8, label=r"hard attention ($\alpha \to \infty$), same dtype")
+    ax.set_xlabel("α (inverse width of every head)", fontsize=11)
+    ax.set_ylabel("error", fontsize=11)
+    ax.tick_params(labelsize=10)
+    ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     return fig
@@ -191,7 +197,7 @@ def plot_padding(input_size: Sequence[int], padding: int, kernel_size: int, quer
     ax.set_yticks(np.arange(-0.5, ph, 1), minor=True)
     ax.grid(which="minor", color="#8c8c8c", lw=0.5)
     ax.tick_params(which="both", length=0, labelbottom=False, labelleft=False)
-    ax.set_title("canvas: input (grey) + zero padding (white)\n"
-                 "keys read: green = image, red = zero padding; square = query", fontsize=8)
+    ax.set_title("canvas: input (grey), zero padding (white)\n"
+                 "keys read: green on the image, red on\nthe padding; blue square: the query", fontsize=11)
     fig.tight_layout()
     return fig
