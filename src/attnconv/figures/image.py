@@ -30,7 +30,7 @@ def _as_image(x: Tensor) -> np.ndarray:
 
 
 def plot_shifted_copies(image: Tensor, kernel_size: int, dilation: int = 1, query: Sequence[int] | None = None,
-                        radius: int = 4) -> Figure:
+                        radius: int = 4, layout: str = "row") -> Figure:
     """The K² zero-filled shifted copies ``shift(image, Δ)`` that a 'same' K x K convolution reads, zoomed in.
 
     A one-pixel shift is invisible on a whole thumbnail, so every panel shows the same ``(2 radius + 1)²`` window
@@ -43,7 +43,10 @@ def plot_shifted_copies(image: Tensor, kernel_size: int, dilation: int = 1, quer
         dilation: spacing of the taps.
         query: q, default the centre of the image.
         radius: half-size of the window drawn.
+        layout: ``"row"``, X beside the grid of copies (a desktop), or ``"column"``, X above it (a phone).
     """
+    if layout not in ("row", "column"):
+        raise ValueError(f"layout must be 'row' or 'column', got {layout!r}")
     if kernel_size % 2 == 0:
         raise ValueError(f"kernel_size must be odd so that the grid is centred on Δ = (0, 0), got {kernel_size}")
     h, w = image.shape[:2]
@@ -58,9 +61,14 @@ def plot_shifted_copies(image: Tensor, kernel_size: int, dilation: int = 1, quer
         x = (x - lo) / (hi - lo) if hi > lo else torch.zeros_like(x)
         return (x if x.shape[-1] == 3 else x[..., 0]).numpy()[window]
 
-    fig = plt.figure(figsize=(3.2 + 1.9 * kernel_size, 1.9 * kernel_size), layout="constrained")
-    grid = fig.add_gridspec(kernel_size, kernel_size + 1, width_ratios=[kernel_size * 0.9] + [1] * kernel_size)
-    ax = fig.add_subplot(grid[:, 0])
+    if layout == "row":
+        fig = plt.figure(figsize=(3.2 + 1.9 * kernel_size, 1.9 * kernel_size), layout="constrained")
+        grid = fig.add_gridspec(kernel_size, kernel_size + 1, width_ratios=[kernel_size * 0.9] + [1] * kernel_size)
+        ax, cell = fig.add_subplot(grid[:, 0]), lambda r, c: grid[r, c + 1]
+    else:  # the input on top, the copies below it: narrow enough for a phone's column
+        fig = plt.figure(figsize=(1.5 * kernel_size, 1.5 * kernel_size + 3.4), layout="constrained")
+        grid = fig.add_gridspec(kernel_size + 1, kernel_size, height_ratios=[kernel_size * 0.75] + [1] * kernel_size)
+        ax, cell = fig.add_subplot(grid[0, :]), lambda r, c: grid[r + 1, c]
     ax.imshow(crop(image), cmap="gray", interpolation="nearest")
     ax.add_patch(plt.Rectangle((ox - pad - 0.5, oy - pad - 0.5), 2 * pad + 1, 2 * pad + 1, fill=False,
                                ec="cyan", lw=2))
@@ -70,13 +78,14 @@ def plot_shifted_copies(image: Tensor, kernel_size: int, dilation: int = 1, quer
     ax.set_yticks([])
     for _, delta in kernel_shifts((kernel_size,) * 2, (dilation,) * 2, (pad,) * 2):
         dy, dx = delta
-        ax = fig.add_subplot(grid[(dy // dilation) + kernel_size // 2, (dx // dilation) + kernel_size // 2 + 1])
+        ax = fig.add_subplot(cell((dy // dilation) + kernel_size // 2, (dx // dilation) + kernel_size // 2))
         ax.imshow(crop(shift(image, delta)), cmap="gray", interpolation="nearest")
         ax.add_patch(plt.Rectangle((ox - 0.5, oy - 0.5), 1, 1, fill=False, ec="red", lw=1.5))
         ax.set_title(f"Δ = ({dy}, {dx})", fontsize=11)
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.suptitle("shift(X, Δ) near the query q (red): the copy Δ holds X[q + Δ] at q", fontsize=12)
+    fig.suptitle("shift(X, Δ) near the query q (red): the copy Δ holds X[q + Δ] at q" if layout == "row"
+                 else "shift(X, Δ) near q (red):\nthe copy Δ holds X[q + Δ] at q", fontsize=12)
     return fig
 
 
@@ -85,17 +94,22 @@ def plot_weight_matrices(weight: Tensor) -> Figure:
     w = weight.detach().to(torch.float64).cpu()
     k1, k2 = w.shape[-2:]
     vmax = float(w.abs().max())
-    fig, axes = plt.subplots(k1, k2, figsize=(1.5 * k2 + 0.8, 1.5 * k1), squeeze=False)
+    # about 4.6 in wide for a 3 x 3 kernel, with 11 pt text: whole and legible in a phone's 352 px column
+    fig, axes = plt.subplots(k1, k2, figsize=(1.25 * k2 + 0.9, 0.95 * k1 + 0.7), squeeze=False)
     for i in range(k1):
         for j in range(k2):
             im = axes[i, j].imshow(w[:, :, i, j].T.numpy(), cmap="RdBu_r", vmin=-vmax, vmax=vmax)
-            axes[i, j].set_title(f"tap ({i}, {j})", fontsize=10)
-            axes[i, j].set_xlabel("$D_{out}$", fontsize=9)
-            axes[i, j].set_ylabel("$D_{in}$", fontsize=9)
+            axes[i, j].set_title(f"tap ({i}, {j})", fontsize=11)
+            if i == k1 - 1:
+                axes[i, j].set_xlabel("$D_{out}$", fontsize=11)
+            if j == 0:
+                axes[i, j].set_ylabel("$D_{in}$", fontsize=11)
             axes[i, j].set_xticks([])
             axes[i, j].set_yticks([])
-    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label="weight")
-    fig.suptitle(r"One $D_{in} \times D_{out}$ matrix $W_\Delta$ per kernel tap", fontsize=12)
+    bar = fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8)
+    bar.set_label("weight", fontsize=11)
+    bar.ax.tick_params(labelsize=11)
+    fig.suptitle(r"One $D_{in} \times D_{out}$ matrix $W_\Delta$ per tap", fontsize=12)
     return fig
 
 
