@@ -120,14 +120,17 @@ def plot_attention_weighted_sum(scores: Tensor, values: Tensor, labels: Sequence
     return fig
 
 
-def plot_heads_to_kernel(kernel: Tensor, window: int = 5) -> Figure:
+def plot_heads_to_kernel(kernel: Tensor, window: int = 5, layout: str = "column") -> Figure:
     """Heads -> shifts -> kernel taps, for a K x K one-channel kernel (Theorem 1 at α -> ∞).
 
     Top: the K² heads on the grid of their shifts; each map is one head's attention from the query q (centre of a
     ``window x window`` patch), all of it on the key q + Δ^(h) (from :class:`QuadraticEncoding` in hard mode).
     Bottom: the kernel w, each tap in the colour of the head that carries it: head h multiplies what it reads by
-    W_Δ(h) = w_Δ(h), and the layer sums the heads.
+    W_Δ(h) = w_Δ(h), and the layer sums the heads. ``layout="row"`` puts the kernel beside the heads (a desktop),
+    ``"column"`` below them (a phone).
     """
+    if layout not in ("row", "column"):
+        raise ValueError(f"layout must be 'row' or 'column', got {layout!r}")
     w = torch.as_tensor(kernel, dtype=torch.float64)
     k, c = w.shape[0], window // 2
     shifts = [tuple(int(t) for t in delta) for _, delta in kernel_shifts((k, k), (1, 1), ((k - 1) // 2,) * 2)]
@@ -136,8 +139,15 @@ def plot_heads_to_kernel(kernel: Tensor, window: int = 5) -> Figure:
     with torch.no_grad():
         probs = torch.softmax(enc((window, window)), dim=-1)[:, c * window + c].reshape(-1, window, window)
     colors = [plt.get_cmap("tab10")(i % 10) for i in range(len(shifts))]
-    fig = plt.figure(figsize=(4.4, 7.4))
-    top, bottom = fig.add_gridspec(2, 1, height_ratios=[1.25, 1], hspace=0.32)
+    if layout == "column":
+        fig = plt.figure(figsize=(4.4, 7.4))
+        top, bottom = fig.add_gridspec(2, 1, height_ratios=[1.25, 1], hspace=0.32)
+        first = (0.5, 0.955)
+    else:
+        fig = plt.figure(figsize=(8.4, 3.9))
+        top, bottom = fig.add_gridspec(1, 2, width_ratios=[1.15, 1], wspace=0.3, left=0.03, right=0.97,
+                                       top=0.8, bottom=0.14)
+        first = (0.3, 0.93)
     heads = top.subgridspec(k, k, wspace=0.12, hspace=0.45)
     for h, (dy, dx) in enumerate(shifts):
         ax = fig.add_subplot(heads[dy + k // 2, dx + k // 2])
@@ -150,7 +160,7 @@ def plot_heads_to_kernel(kernel: Tensor, window: int = 5) -> Figure:
         ax.grid(which="minor", color="#bbbbbb", lw=0.5)
         ax.tick_params(which="both", length=0, labelbottom=False, labelleft=False)
         ax.set_title(f"head {h + 1}: Δ=({dy},{dx})", fontsize=_FONT - 1.5)
-    fig.text(0.5, 0.955, "1. each head attends to one shift Δ of q (dashed)", ha="center", fontsize=_FONT)
+    fig.text(*first, "1. each head attends to one shift Δ of q (dashed)", ha="center", fontsize=_FONT)
     ax = fig.add_subplot(bottom)
     ax.set_xlim(-0.5, k - 0.5)
     ax.set_ylim(k - 0.5, -0.5)
