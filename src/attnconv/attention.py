@@ -76,7 +76,8 @@ class MultiHeadSelfAttention(nn.Module):
         embed_dim: C = D_in, the channels of every input token.
         num_heads: N_h.
         head_dim: D_h, channels of each head's query, key and value. Defaults to ``embed_dim // num_heads``
-            (which must then divide evenly); any positive value is allowed, as Theorem 1 needs D_h = D_out.
+            (which must then divide evenly); any positive value is allowed, as Theorem 1 needs
+            D_h >= rank W_Δ for every tap (D_h >= min(D_in, D_out) always suffices; ``conv_to_mhsa`` uses D_out).
         out_dim: D_out, channels of the output. Defaults to ``embed_dim``.
         bias: add biases to the query, key, value and output projections.
         positional: a :class:`~attnconv.positional.PositionalLogits` module whose logits P^(h) are added

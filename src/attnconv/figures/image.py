@@ -30,7 +30,7 @@ def _as_image(x: Tensor) -> np.ndarray:
 
 
 def plot_shifted_copies(image: Tensor, kernel_size: int, dilation: int = 1, query: Sequence[int] | None = None,
-                        radius: int = 4) -> Figure:
+                        radius: int = 4, layout: str = "row") -> Figure:
     """The K² zero-filled shifted copies ``shift(image, Δ)`` that a 'same' K x K convolution reads, zoomed in.
 
     A one-pixel shift is invisible on a whole thumbnail, so every panel shows the same ``(2 radius + 1)²`` window
@@ -43,7 +43,10 @@ def plot_shifted_copies(image: Tensor, kernel_size: int, dilation: int = 1, quer
         dilation: spacing of the taps.
         query: q, default the centre of the image.
         radius: half-size of the window drawn.
+        layout: ``"row"``, X beside the grid of copies (a desktop), or ``"column"``, X above it (a phone).
     """
+    if layout not in ("row", "column"):
+        raise ValueError(f"layout must be 'row' or 'column', got {layout!r}")
     if kernel_size % 2 == 0:
         raise ValueError(f"kernel_size must be odd so that the grid is centred on Δ = (0, 0), got {kernel_size}")
     h, w = image.shape[:2]
@@ -58,9 +61,14 @@ def plot_shifted_copies(image: Tensor, kernel_size: int, dilation: int = 1, quer
         x = (x - lo) / (hi - lo) if hi > lo else torch.zeros_like(x)
         return (x if x.shape[-1] == 3 else x[..., 0]).numpy()[window]
 
-    fig = plt.figure(figsize=(3.2 + 1.9 * kernel_size, 1.9 * kernel_size), layout="constrained")
-    grid = fig.add_gridspec(kernel_size, kernel_size + 1, width_ratios=[kernel_size * 0.9] + [1] * kernel_size)
-    ax = fig.add_subplot(grid[:, 0])
+    if layout == "row":
+        fig = plt.figure(figsize=(3.2 + 1.9 * kernel_size, 1.9 * kernel_size), layout="constrained")
+        grid = fig.add_gridspec(kernel_size, kernel_size + 1, width_ratios=[kernel_size * 0.9] + [1] * kernel_size)
+        ax, cell = fig.add_subplot(grid[:, 0]), lambda r, c: grid[r, c + 1]
+    else:  # the input on top, the copies below it: narrow enough for a phone's column
+        fig = plt.figure(figsize=(1.5 * kernel_size, 1.5 * kernel_size + 3.4), layout="constrained")
+        grid = fig.add_gridspec(kernel_size + 1, kernel_size, height_ratios=[kernel_size * 0.75] + [1] * kernel_size)
+        ax, cell = fig.add_subplot(grid[0, :]), lambda r, c: grid[r + 1, c]
     ax.imshow(crop(image), cmap="gray", interpolation="nearest")
     ax.add_patch(plt.Rectangle((ox - pad - 0.5, oy - pad - 0.5), 2 * pad + 1, 2 * pad + 1, fill=False,
                                ec="cyan", lw=2))
@@ -70,13 +78,14 @@ def plot_shifted_copies(image: Tensor, kernel_size: int, dilation: int = 1, quer
     ax.set_yticks([])
     for _, delta in kernel_shifts((kernel_size,) * 2, (dilation,) * 2, (pad,) * 2):
         dy, dx = delta
-        ax = fig.add_subplot(grid[(dy // dilation) + kernel_size // 2, (dx // dilation) + kernel_size // 2 + 1])
+        ax = fig.add_subplot(cell((dy // dilation) + kernel_size // 2, (dx // dilation) + kernel_size // 2))
         ax.imshow(crop(shift(image, delta)), cmap="gray", interpolation="nearest")
         ax.add_patch(plt.Rectangle((ox - 0.5, oy - 0.5), 1, 1, fill=False, ec="red", lw=1.5))
         ax.set_title(f"Δ = ({dy}, {dx})", fontsize=11)
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.suptitle("shift(X, Δ) near the query q (red): the copy Δ holds X[q + Δ] at q", fontsize=12)
+    fig.suptitle("shift(X, Δ) near the query q (red): the copy Δ holds X[q + Δ] at q" if layout == "row"
+                 else "shift(X, Δ) near q (red):\nthe copy Δ holds X[q + Δ] at q", fontsize=12)
     return fig
 
 
@@ -85,22 +94,27 @@ def plot_weight_matrices(weight: Tensor) -> Figure:
     w = weight.detach().to(torch.float64).cpu()
     k1, k2 = w.shape[-2:]
     vmax = float(w.abs().max())
-    fig, axes = plt.subplots(k1, k2, figsize=(1.5 * k2 + 0.8, 1.5 * k1), squeeze=False)
+    # about 4.6 in wide for a 3 x 3 kernel, with 11 pt text: whole and legible in a phone's 352 px column
+    fig, axes = plt.subplots(k1, k2, figsize=(1.25 * k2 + 0.9, 0.95 * k1 + 0.7), squeeze=False)
     for i in range(k1):
         for j in range(k2):
             im = axes[i, j].imshow(w[:, :, i, j].T.numpy(), cmap="RdBu_r", vmin=-vmax, vmax=vmax)
-            axes[i, j].set_title(f"tap ({i}, {j})", fontsize=10)
-            axes[i, j].set_xlabel("$D_{out}$", fontsize=9)
-            axes[i, j].set_ylabel("$D_{in}$", fontsize=9)
+            axes[i, j].set_title(f"tap ({i}, {j})", fontsize=11)
+            if i == k1 - 1:
+                axes[i, j].set_xlabel("$D_{out}$", fontsize=11)
+            if j == 0:
+                axes[i, j].set_ylabel("$D_{in}$", fontsize=11)
             axes[i, j].set_xticks([])
             axes[i, j].set_yticks([])
-    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label="weight")
-    fig.suptitle(r"One $D_{in} \times D_{out}$ matrix $W_\Delta$ per kernel tap", fontsize=12)
+    bar = fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8)
+    bar.set_label("weight", fontsize=11)
+    bar.ax.tick_params(labelsize=11)
+    fig.suptitle(r"One $D_{in} \times D_{out}$ matrix $W_\Delta$ per tap", fontsize=12)
     return fig
 
 
 def plot_attention(probs: Tensor, grid: Sequence[int], query: Sequence[int], image: Tensor | None = None,
-                   titles: Sequence[str] | None = None) -> Figure:
+                   titles: Sequence[str] | None = None, ncols: int | None = None) -> Figure:
     """Attention of one query pixel over an image grid, one panel per head.
 
     Args:
@@ -108,13 +122,23 @@ def plot_attention(probs: Tensor, grid: Sequence[int], query: Sequence[int], ima
         grid: ``(H, W)``.
         query: the query pixel ``(row, col)``.
         image: optional ``(H', W', C)`` image drawn first, for reference.
+        ncols: panels a row (default: all in one row); fewer stack them, for a phone
+            (:func:`attnconv.figures.phone.phone_figure`).
     """
     h, w = grid
     q = query[0] * w + query[1]
     maps = probs.detach().to(torch.float64).cpu()[:, q, :].reshape(-1, h, w)
     panels = maps.shape[0] + (image is not None)
-    fig, axes = plt.subplots(1, panels, figsize=(2.3 * panels + 0.8, 2.6), squeeze=False, layout="constrained")
-    axes = list(axes[0])
+    if ncols is not None and (not isinstance(ncols, int) or ncols < 1):
+        raise ValueError(f"ncols must be a positive int, got {ncols!r}")
+    cols = min(panels, ncols or panels)
+    rows = -(-panels // cols)
+    fig, grid_axes = plt.subplots(rows, cols, figsize=(2.3 * cols + 0.8, 2.6 * rows), squeeze=False,
+                                  layout="constrained")
+    axes = list(grid_axes.ravel())
+    for ax in axes[panels:]:
+        ax.set_visible(False)
+    axes = axes[:panels]
     if image is not None:
         ax = axes.pop(0)
         ax.imshow(_as_image(image), interpolation="nearest")
@@ -129,8 +153,12 @@ def plot_attention(probs: Tensor, grid: Sequence[int], query: Sequence[int], ima
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_xlabel("key column", fontsize=12)
-    axes[0].set_ylabel("key row", fontsize=12)
-    bar = fig.colorbar(im, ax=axes, shrink=0.85)  # labels sized for a 5-panel row shown in a ~780 px column
+    offset = int(image is not None)
+    for head, ax in enumerate(axes):
+        if head == 0 or (head + offset) % cols == 0:  # the first head, and the first panel of every row
+            ax.set_ylabel("key row", fontsize=12)
+    # labels sized for a 5-panel row shown in a ~780 px column
+    bar = fig.colorbar(im, ax=list(grid_axes.ravel()), shrink=0.85 if rows == 1 else 0.6)
     bar.set_label("attention weight", fontsize=12)
     bar.ax.tick_params(labelsize=11)
     return fig
@@ -138,15 +166,21 @@ def plot_attention(probs: Tensor, grid: Sequence[int], query: Sequence[int], ima
 
 def plot_error_vs_alpha(alphas: Sequence[float], measured: Sequence[float], bound: Sequence[float],
                         floor: float | None = None) -> Figure:
-    """Semilog plot of the measured ‖MHSA(X) - Conv(X)‖ against α, with the derived bound drawn over it."""
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.semilogy(alphas, bound, "--", color="black", label="bound 2ε(α) Σ_h max_k ‖X_k W_h‖")
-    ax.semilogy(alphas, measured, "o-", color="tab:blue", ms=4, label="measured max_q ‖MHSA(X)_q − Conv(X)_q‖")
+    """Semilog plot of the measured ‖MHSA(X) - Conv(X)‖ against α, with the derived bound drawn over it.
+
+    The legend writes the bound of Proposition 3.1 in its own symbols; the figure is 4.6 in wide, so that a phone
+    shows it whole with its text at 9 px or more."""
+    fig, ax = plt.subplots(figsize=(4.6, 4.0))
+    ax.semilogy(alphas, bound, "--", color="black",
+                label=r"bound $2\varepsilon(\alpha)\sum_h \max_j \Vert X_j W_{\Delta^{(h)}}\Vert_2$")
+    ax.semilogy(alphas, measured, "o-", color="tab:blue", ms=4,
+                label=r"measured $\max_q \Vert \mathrm{MHSA}(X)_q - \mathrm{Conv}(X)_q \Vert_2$")
     if floor is not None:
-        ax.axhline(floor, color="tab:red", lw=0.8, label="hard attention (α → ∞), same dtype")
-    ax.set_xlabel("α (inverse width of every head)")
-    ax.set_ylabel("error")
-    ax.legend(fontsize=8)
+        ax.axhline(floor, color="tab:red", lw=0.8, label=r"hard attention ($\alpha \to \infty$), same dtype")
+    ax.set_xlabel("α (inverse width of every head)", fontsize=11)
+    ax.set_ylabel("error", fontsize=11)
+    ax.tick_params(labelsize=10)
+    ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     return fig
@@ -191,7 +225,7 @@ def plot_padding(input_size: Sequence[int], padding: int, kernel_size: int, quer
     ax.set_yticks(np.arange(-0.5, ph, 1), minor=True)
     ax.grid(which="minor", color="#8c8c8c", lw=0.5)
     ax.tick_params(which="both", length=0, labelbottom=False, labelleft=False)
-    ax.set_title("canvas: input (grey) + zero padding (white)\n"
-                 "keys read: green = image, red = zero padding; square = query", fontsize=8)
+    ax.set_title("canvas: input (grey), zero padding (white)\n"
+                 "keys read: green on the image, red on\nthe padding; blue square: the query", fontsize=11)
     fig.tight_layout()
     return fig
