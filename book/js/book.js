@@ -1,5 +1,5 @@
-// The book's own page script: sidebar toggles that open, long display equations that say they scroll, and
-// figures that keep their text legible on a phone.
+// The book's own page script: sidebar toggles that open, long display equations that say they scroll, figures
+// that keep their text legible on a phone, and solution titles whose link opens the solution.
 // Served from the book itself (html_js_files in _config.yml); it needs no network and no kernel.
 (function () {
   "use strict";
@@ -33,7 +33,25 @@
     box.classList.toggle("math-more-left", more && box.scrollLeft > 1);
     if (more) {
       box.tabIndex = 0; // reachable and scrollable by keyboard
-      box.setAttribute("title", "Wider than the page: scroll it sideways to see the rest.");
+      box.setAttribute("title", SCROLL_TITLE);
+      box.dataset.bookMarked = "1";
+    } else if (box.dataset.bookMarked) {  // it fits now (a wider window): take back what the mark added
+      box.removeAttribute("tabindex");
+      box.removeAttribute("title");
+      delete box.dataset.bookMarked;
+    }
+  }
+
+  // Every mark book.js puts on a scroller, so that a box that fits again (after a resize) loses all of them.
+  const MARKS = ["math-scrolls", "math-more-right", "math-more-left"];
+  const SCROLL_TITLE = "Wider than the page: scroll it sideways to see the rest.";
+
+  function unmark(box) {
+    box.classList.remove(...MARKS);
+    if (box.dataset.bookMarked) {
+      box.removeAttribute("tabindex");
+      box.removeAttribute("title");
+      delete box.dataset.bookMarked;
     }
   }
 
@@ -44,7 +62,10 @@
   // Inline maths cannot wrap (MathJax 3 breaks no lines): a formula longer than its line on a phone becomes its own
   // small scroller, kept inside the paragraph, instead of running off the right edge.
   function markInline(container) {
+    // Measured as plain inline maths: the marks of an earlier, narrower window are taken off first, or a formula
+    // that fits again would keep its edge shadow over its last glyph.
     container.classList.remove("math-inline-scrolls");
+    unmark(container);
     const block = container.closest("p, li, td, th, dd, dt, figcaption, .admonition-title") || container.parentElement;
     if (!block) return;
     const right = Math.min(block.getBoundingClientRect().right, document.documentElement.clientWidth);
@@ -98,15 +119,18 @@
     return fetch(src).then((r) => (r.ok ? r.arrayBuffer() : null)).then((b) => b && new Uint8Array(b), () => null);
   }
 
+  // A phone-ready figure (attnconv.figures.phone) is a <picture> of a wide and a narrow image: the box goes round
+  // the picture, and the width is set again whenever the window's size makes it show the other image.
   function keepLegible(img, textPx) {
     if (!textPx || !img.naturalWidth) return;
     const need = Math.min(img.naturalWidth, Math.ceil((img.naturalWidth * MIN_TEXT_PX) / textPx));
-    let box = img.parentElement;
+    const target = img.parentElement && img.parentElement.tagName === "PICTURE" ? img.parentElement : img;
+    let box = target.parentElement;
     if (!box.classList.contains("figure-scroll")) {
       box = document.createElement("div");
       box.className = "figure-scroll";
-      img.replaceWith(box);
-      box.appendChild(img);
+      target.replaceWith(box);
+      box.appendChild(target);
     }
     img.style.minWidth = `${need}px`;
     img.classList.add("figure-legible");
@@ -123,12 +147,13 @@
       img.addEventListener("load", done, { once: true });
       img.addEventListener("error", done, { once: true });
     });
-    const jobs = figures.map((img) =>
-      loaded(img)
-        .then(() => pngHead(img))
-        .then((bytes) => bytes && keepLegible(img, declaredTextPx(bytes)))
-        .catch(() => null),
-    );
+    const size = (img) => pngHead(img).then((bytes) => bytes && keepLegible(img, declaredTextPx(bytes))).catch(() => null);
+    figures.forEach((img) => {
+      if (img.parentElement && img.parentElement.tagName === "PICTURE") {
+        img.addEventListener("load", () => size(img));  // the other image of the picture, after a resize
+      }
+    });
+    const jobs = figures.map((img) => loaded(img).then(() => size(img)));
     Promise.all(jobs).then(() => document.documentElement.setAttribute("data-figures-legible", "done"));
   }
 
@@ -153,7 +178,28 @@
     title.insertAdjacentElement("afterend", button);
   }
 
+  // A solution's title links to its exercise ("Solution to Exercise 5.1"), and sphinx-togglebutton makes the whole
+  // title the solution's toggle. A tap on the link found no toggle button in togglebutton.js ("ReferenceError:
+  // button is not defined") and then jumped to the exercise. Caught first (capture phase), a tap on the link now
+  // opens or closes the solution, as a tap anywhere else on its title does.
+  function solutionTitleLinks() {
+    document.addEventListener(
+      "click",
+      (event) => {
+        const link = event.target instanceof Element && event.target.closest(".admonition > .admonition-title a");
+        const box = link && link.closest(".admonition");
+        const button = box && box.querySelector(":scope > .admonition-title > .toggle-button");
+        if (!button) return;
+        event.preventDefault();
+        event.stopPropagation();
+        button.click();
+      },
+      true,
+    );
+  }
+
   function init() {
+    solutionTitleLinks();
     addUnfoldButton();
     legibleFigures();
     forwardToggle(".primary-toggle");

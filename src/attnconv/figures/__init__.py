@@ -8,6 +8,7 @@ and draws nothing random; every interactive one is a ``*_viewer`` that needs no 
 - :mod:`attnconv.figures.bert_runs`: BERT runs read back: learned kernels, pre-training curves, the learning
   curve against a baseline (ch. 07).
 - ``attnconv.figures.imitation``: the imitation experiment and the initialisation comparison (ch. 06).
+- :mod:`attnconv.figures.phone`: one figure drawn wide and narrow (panels stacked), shown whole on a phone.
 - :mod:`attnconv.figures.interactive`: the kernel-free viewers (:mod:`attnconv.viewer`) and their frames.
 
 Figures only draw: the numbers they show come from :mod:`attnconv.analysis`, :mod:`attnconv.train.results` or
@@ -24,6 +25,7 @@ from .image import (plot_attention, plot_error_vs_alpha, plot_gaussian_head, plo
 from .sequence import (plot_bias_widget_frame, plot_boundary_effect, plot_dynamic_kernels, plot_kernel_and_attention,
                        plot_kernel_terms, plot_relative_attention_benchmark)
 from .reach import plot_reach
+from .phone import PhoneFigure, phone_figure
 from .vision_runs import (MASS_LEVELS, gaussian_contour, plot_accuracy, plot_attention_maps, plot_augmentations,
                           plot_center_trajectories, plot_centers, plot_head_shifts)
 
@@ -39,6 +41,8 @@ __all__ = [
     "plot_center_trajectories", "plot_attention_maps", "plot_head_shifts", "plot_reach",
     # BERT runs
     "plot_fixed_kernels", "plot_sentence_kernels", "plot_pretraining_curves", "plot_learning_curve",
+    # a figure drawn wide and narrow, for a phone
+    "PhoneFigure", "phone_figure",
     # kernel-free viewers
     "attention_viewer", "bias_viewer", "plot_theorem1_heads", "quadratic_query_maps", "quadratic_run_viewer",
     "sentence_kernel_viewer", "theorem1_kernel", "theorem1_viewer",

@@ -100,7 +100,7 @@ def plot_weight_matrices(weight: Tensor) -> Figure:
 
 
 def plot_attention(probs: Tensor, grid: Sequence[int], query: Sequence[int], image: Tensor | None = None,
-                   titles: Sequence[str] | None = None) -> Figure:
+                   titles: Sequence[str] | None = None, ncols: int | None = None) -> Figure:
     """Attention of one query pixel over an image grid, one panel per head.
 
     Args:
@@ -108,13 +108,23 @@ def plot_attention(probs: Tensor, grid: Sequence[int], query: Sequence[int], ima
         grid: ``(H, W)``.
         query: the query pixel ``(row, col)``.
         image: optional ``(H', W', C)`` image drawn first, for reference.
+        ncols: panels a row (default: all in one row); fewer stack them, for a phone
+            (:func:`attnconv.figures.phone.phone_figure`).
     """
     h, w = grid
     q = query[0] * w + query[1]
     maps = probs.detach().to(torch.float64).cpu()[:, q, :].reshape(-1, h, w)
     panels = maps.shape[0] + (image is not None)
-    fig, axes = plt.subplots(1, panels, figsize=(2.3 * panels + 0.8, 2.6), squeeze=False, layout="constrained")
-    axes = list(axes[0])
+    if ncols is not None and (not isinstance(ncols, int) or ncols < 1):
+        raise ValueError(f"ncols must be a positive int, got {ncols!r}")
+    cols = min(panels, ncols or panels)
+    rows = -(-panels // cols)
+    fig, grid_axes = plt.subplots(rows, cols, figsize=(2.3 * cols + 0.8, 2.6 * rows), squeeze=False,
+                                  layout="constrained")
+    axes = list(grid_axes.ravel())
+    for ax in axes[panels:]:
+        ax.set_visible(False)
+    axes = axes[:panels]
     if image is not None:
         ax = axes.pop(0)
         ax.imshow(_as_image(image), interpolation="nearest")
@@ -129,8 +139,12 @@ def plot_attention(probs: Tensor, grid: Sequence[int], query: Sequence[int], ima
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_xlabel("key column", fontsize=12)
-    axes[0].set_ylabel("key row", fontsize=12)
-    bar = fig.colorbar(im, ax=axes, shrink=0.85)  # labels sized for a 5-panel row shown in a ~780 px column
+    offset = int(image is not None)
+    for head, ax in enumerate(axes):
+        if head == 0 or (head + offset) % cols == 0:  # the first head, and the first panel of every row
+            ax.set_ylabel("key row", fontsize=12)
+    # labels sized for a 5-panel row shown in a ~780 px column
+    bar = fig.colorbar(im, ax=list(grid_axes.ravel()), shrink=0.85 if rows == 1 else 0.6)
     bar.set_label("attention weight", fontsize=12)
     bar.ax.tick_params(labelsize=11)
     return fig

@@ -3,19 +3,23 @@
 A PNG keeps no font sizes, and a browser shows it scaled to its column. :func:`png_bytes` writes the figure with
 one ``tEXt`` entry, ``attnconv-min-text-px``: the size in image pixels of its smallest text (``fontsize`` in
 points times ``dpi / 72``). The page's test multiplies it by the displayed width over the image's own width and
-asks for at least 9 px. :func:`install` makes every figure a notebook shows go through :func:`png_bytes`.
+asks for at least 9 px. A second entry, ``attnconv-texts``, lists the figure's words (:func:`figure_texts`), which
+no check could read from the pixels. :func:`install` makes every figure a notebook shows go through :func:`png_bytes`.
 """
 
 from __future__ import annotations
 
 import io
+import json
 
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-__all__ = ["BOOK_COLUMN_PX", "MIN_TEXT_KEY", "MIN_TEXT_PX", "PHONE_COLUMN_PX", "enlarge_small_text", "install", "png_bytes", "smallest_text_px"]
+__all__ = ["BOOK_COLUMN_PX", "MIN_TEXT_KEY", "MIN_TEXT_PX", "PHONE_COLUMN_PX", "TEXTS_KEY", "enlarge_small_text",
+           "figure_texts", "install", "png_bytes", "smallest_text_px"]
 
 MIN_TEXT_KEY = "attnconv-min-text-px"
+TEXTS_KEY = "attnconv-texts"  # every visible text of the figure (titles, labels, legends), as a JSON list
 MIN_TEXT_PX = 9.0  # the smallest text a reader is asked to read, in CSS pixels as shown
 BOOK_COLUMN_PX = 768  # the width of the book's text column on a desktop: a wider figure is shown scaled down to it
 PHONE_COLUMN_PX = 352  # the same on a 400 px phone, where a viewer is read in place
@@ -29,6 +33,19 @@ def smallest_text_px(fig: Figure, dpi: float | None = None) -> float | None:
     sizes = [t.get_fontsize() for t in fig.findobj(Text)
              if t.get_visible() and t.get_text().strip() and t.get_alpha() != 0]
     return min(sizes) * dpi / 72 if sizes else None
+
+
+def figure_texts(fig: Figure) -> list[str]:
+    """Every visible non-empty text of ``fig`` (titles, axis and tick labels, legends, annotations), in drawing
+    order, each once. A PNG cannot be searched for words; these go into it beside the text size, so that a check
+    can read a figure's words (a raw ``softmax_j`` where maths was meant, say)."""
+    fig.draw_without_rendering()
+    seen: dict[str, None] = {}
+    for t in fig.findobj(Text):
+        text = t.get_text().strip()
+        if text and t.get_visible() and t.get_alpha() != 0:
+            seen.setdefault(text, None)
+    return list(seen)
 
 
 def enlarge_small_text(fig: Figure, column_px: float = BOOK_COLUMN_PX, min_px: float = MIN_TEXT_PX,
@@ -63,6 +80,7 @@ def png_bytes(fig: Figure, dpi: float | None = None, **savefig_kwargs) -> bytes:
     metadata = dict(savefig_kwargs.pop("metadata", {}) or {})
     if size is not None:
         metadata[MIN_TEXT_KEY] = f"{size:.2f}"
+    metadata[TEXTS_KEY] = json.dumps(figure_texts(fig))  # ASCII (escaped), so a plain tEXt entry
     savefig_kwargs.setdefault("bbox_inches", "tight")
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, metadata=metadata, **savefig_kwargs)
