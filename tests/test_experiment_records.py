@@ -234,6 +234,8 @@ def test_chapter06_book_runs_use_two_to_four_percent_of_the_papers_epochs():
     for config in ("cpu-quick", "cpu-long"):
         for name in ("resnet18", "sa-quadratic", "sa-learned"):
             assert 0.02 <= load_run(RESULTS / f"{config}-{name}").final["epochs"] / paper <= 0.04, (config, name)
+    for name, params in (("sa-quadratic", 12.1e6), ("sa-learned", 12.3e6)):  # the paper's sizes
+        assert 90 < params / load_run(RESULTS / f"cpu-long-{name}").final["params"] < 120, name
 
 
 def test_chapter07_budgets_variants_and_rte_runs():

@@ -166,7 +166,7 @@ def plot_kernel_imitation(record: dict[str, Any]) -> Figure:
         ax.set_title(f"head {h + 1}", fontsize=9)
     for ax in axes[:, 0]:
         ax.set_ylabel("weight")
-    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="lower center", ncol=1, fontsize=8, frameon=False)
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=8, frameon=False)
     enlarge_small_text(fig, column_px=PHONE_COLUMN_PX)  # legible on a phone, where it is shown whole
-    fig.tight_layout(rect=(0, 0.16 / rows, 1, 1))
+    fig.tight_layout(rect=(0, 0.2 / rows, 1, 1))
     return fig

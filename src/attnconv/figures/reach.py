@@ -52,8 +52,9 @@ def plot_reach(reaches: Mapping[str, Mapping[str, Any]], fields: Sequence[Mappin
         ax.grid(alpha=0.3)
     ax_d.set_ylabel("mean attention distance (pixels)")
     ax_d.set_title("where the heads look", fontsize=10)
-    ax_d.set_ylim(bottom=0)
-    ax_d.legend(fontsize=8, loc="lower left")
+    top = max(max(layer["distance"].max() for layer in r[w]) for r in reaches.values() for w in ("init", "trained"))
+    ax_d.set_ylim(0, 1.6 * top)  # headroom for the legend, which then covers no point
+    ax_d.legend(fontsize=8, loc="upper left", ncol=2)
     ax_a.set_yscale("log")
     ax_a.axhline(1.0, color="0.4", lw=0.8, ls=":")
     ax_a.set_ylabel("α per head (line: median)")

@@ -1,4 +1,5 @@
-"""The diagrams that open chapters 06 and 07, and the readability of chapter 06's redrawn figures at 400 px."""
+"""Chapters 06 and 07: their opening diagrams, their from-scratch code against the library, and the readability of
+their redrawn figures at 400 px."""
 
 from __future__ import annotations
 
@@ -93,3 +94,61 @@ def test_setting_labels_carry_no_raw_underscores():
     fig = plot_imitation_summary(summary, settings)
     ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert not any("D_h=" in t for t in ticks) and fits_a_phone(fig)
+
+
+def _composite_logits(q, k, bias, table, max_distance):
+    """Chapter 07's from-scratch logits of one head (the same lines as the chapter's)."""
+    import torch
+
+    n, head_dim = q.shape
+    offset = torch.arange(n)[None, :] - torch.arange(n)[:, None]
+    tap = offset.clamp(-max_distance, max_distance) + max_distance
+    return q @ k.T / head_dim**0.5 + bias[tap] + (q[:, None, :] * table[tap]).sum(-1) / head_dim**0.5
+
+
+def test_chapter07_composite_logits_from_scratch_match_the_library():
+    import torch
+
+    from attnconv.composite import CompositeAttention
+
+    torch.manual_seed(0)
+    layer = CompositeAttention(16, 4, max_distance=2, max_length=64, fixed=True, query_dynamic=True).double()
+    q, k, _ = layer.project(torch.randn(1, 10, 16, dtype=torch.float64))
+    fixed, dynamic = layer.terms
+    lib = layer.logits((10,), q, k)[0]
+    for h in range(4):
+        ours = _composite_logits(q[0, h], k[0, h], fixed.weight[h], dynamic.embedding, 2)
+        assert torch.allclose(ours, lib[h], atol=1e-12)
+    # The check can fail: offsets read as query minus key (a reversed kernel) do not match.
+    reversed_bias = _composite_logits(q[0, 1], k[0, 1], fixed.weight[1].flip(0), dynamic.embedding, 2)
+    assert not torch.allclose(reversed_bias, lib[1], atol=1e-6)
+
+
+def test_chapter06_mean_distance_and_matching_from_scratch_match_the_library():
+    """Chapter 06's from-scratch head attention, mean distance and brute-force matching, on a committed run."""
+    import itertools
+    import json
+    from pathlib import Path
+
+    import torch
+
+    from attnconv.reach import layer_reach
+    from attnconv.train.imitation import matched_tap_distance, tap_shifts
+
+    snapshot = json.loads((Path(__file__).resolve().parents[1] / "results" / "cpu-long-sa-quadratic" /
+                           "centers.jsonl").read_text().splitlines()[-1])
+    centers, alphas = np.array(snapshot["centers"][0]), np.array(snapshot["precision"][0])[:, 0, 0]
+    rows, cols = torch.meshgrid(torch.arange(16), torch.arange(16), indexing="ij")
+    pos = torch.stack([rows.flatten(), cols.flatten()], -1).double()
+    delta = pos[None] - pos[:, None]
+    ours = []
+    for c, a in zip(centers, alphas):
+        probs = (-a * ((delta - torch.tensor(c)) ** 2).sum(-1)).softmax(-1)
+        ours.append(2 * (probs * torch.cdist(pos, pos)).sum(-1).mean().item())
+    assert np.allclose(ours, layer_reach(snapshot, (16, 16), 2)[0]["distance"], atol=1e-9)
+    assert not np.allclose(np.array(ours) / 2, layer_reach(snapshot, (16, 16), 2)[0]["distance"], atol=1e-3), \
+        "in cells rather than pixels, the check fails"
+    taps = tap_shifts(3)
+    cost = torch.cdist(taps.double(), torch.tensor(centers)).numpy()
+    brute = min(cost[np.arange(9), list(p)].sum() for p in itertools.islice(itertools.permutations(range(9)), None)) / 9
+    assert abs(brute - matched_tap_distance(torch.tensor(centers), taps)[0]) < 1e-9
