@@ -96,14 +96,14 @@ def test_setting_labels_carry_no_raw_underscores():
     assert not any("D_h=" in t for t in ticks) and fits_a_phone(fig)
 
 
-def _composite_logits(q, k, bias, table, max_distance):
+def _composite_logits(q, keys, bias, table, max_distance):
     """Chapter 07's from-scratch logits of one head (the same lines as the chapter's)."""
     import torch
 
     n, head_dim = q.shape
     offset = torch.arange(n)[None, :] - torch.arange(n)[:, None]
     tap = offset.clamp(-max_distance, max_distance) + max_distance
-    return q @ k.T / head_dim**0.5 + bias[tap] + (q[:, None, :] * table[tap]).sum(-1) / head_dim**0.5
+    return q @ keys.T / head_dim**0.5 + bias[tap] + (q[:, None, :] * table[tap]).sum(-1) / head_dim**0.5
 
 
 def test_chapter07_composite_logits_from_scratch_match_the_library():
@@ -113,14 +113,14 @@ def test_chapter07_composite_logits_from_scratch_match_the_library():
 
     torch.manual_seed(0)
     layer = CompositeAttention(16, 4, max_distance=2, max_length=64, fixed=True, query_dynamic=True).double()
-    q, k, _ = layer.project(torch.randn(1, 10, 16, dtype=torch.float64))
+    q, keys, _ = layer.project(torch.randn(1, 10, 16, dtype=torch.float64))
     fixed, dynamic = layer.terms
-    lib = layer.logits((10,), q, k)[0]
+    lib = layer.logits((10,), q, keys)[0]
     for h in range(4):
-        ours = _composite_logits(q[0, h], k[0, h], fixed.weight[h], dynamic.embedding, 2)
+        ours = _composite_logits(q[0, h], keys[0, h], fixed.weight[h], dynamic.embedding, 2)
         assert torch.allclose(ours, lib[h], atol=1e-12)
     # The check can fail: offsets read as query minus key (a reversed kernel) do not match.
-    reversed_bias = _composite_logits(q[0, 1], k[0, 1], fixed.weight[1].flip(0), dynamic.embedding, 2)
+    reversed_bias = _composite_logits(q[0, 1], keys[0, 1], fixed.weight[1].flip(0), dynamic.embedding, 2)
     assert not torch.allclose(reversed_bias, lib[1], atol=1e-6)
 
 
