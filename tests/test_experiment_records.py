@@ -195,3 +195,81 @@ def test_chapter07_long_pretraining_runs():
         assert l.provenance["precision"]["used"] == "bf16" and q.provenance["config"].get("precision", "fp32") == "fp32"
         assert l.provenance["model_config"] == q.provenance["model_config"]
         assert (round(q.final["val_loss"], 2), round(l.final["val_loss"], 2)) == (short, long)
+
+
+def test_chapter06_nine_quadratic_heads_find_one_or_two_taps(sweep):
+    """Chapter 06: with nine quadratic heads (3x3 teacher, lr 1e-2, no content term), only 1.3 to 2.3 of the nine
+    taps end with a head within a quarter of a cell (mean over seeds), and every such setting moves its heads
+    towards the kernel."""
+    records, summary, _ = sweep
+    settings = sorted({r["setting"] for r in records if "matched" in r and r["kernel_size"] == 3
+                       and len(r["centers"][-1]) == 9 and r["alpha"][-1] is not None
+                       and "content" not in r["setting"] and "lr=" not in r["setting"]})
+    assert len(settings) == 5, settings
+    means = {s: np.mean([found(r) for r in records if r["setting"] == s]) for s in settings}
+    assert round(min(means.values()), 1) == 1.3 and round(max(means.values()), 1) == 2.3, means
+    for s in settings:
+        first = np.mean([r["matched"][0] for r in records if r["setting"] == s])
+        assert summary[s]["matched"]["mean"] < first, s
+
+
+def test_chapter06_quick_centres_moved_a_fraction_of_a_cell():
+    """Chapter 06: in the cpu-quick quadratic run the centres moved 0.13 cells (0.27 pixels: a token is 2 pixels
+    wide) on average and 0.44 cells (0.88 pixels) at most."""
+    from attnconv.train import named_config
+
+    run = load_run(RESULTS / "cpu-quick-sa-quadratic")
+    moved = (torch.tensor(run.centers[-1]["centers"]) - torch.tensor(run.centers[0]["centers"])).norm(dim=-1)
+    block = named_config("cpu-quick").sa.block
+    assert block == 2
+    assert (round(moved.mean().item(), 2), round(moved.max().item(), 2)) == (0.13, 0.44)
+    assert (round(block * moved.mean().item(), 2), round(block * moved.max().item(), 2)) == (0.27, 0.88)
+
+
+def test_chapter06_book_runs_use_two_to_four_percent_of_the_papers_epochs():
+    from attnconv.train import named_config
+
+    paper = named_config("paper").epochs
+    assert paper == 300
+    for config in ("cpu-quick", "cpu-long"):
+        for name in ("resnet18", "sa-quadratic", "sa-learned"):
+            assert 0.02 <= load_run(RESULTS / f"{config}-{name}").final["epochs"] / paper <= 0.04, (config, name)
+    for name, params in (("sa-quadratic", 12.1e6), ("sa-learned", 12.3e6)):  # the paper's sizes
+        assert 90 < params / load_run(RESULTS / f"cpu-long-{name}").final["params"] < 120, name
+
+
+def test_chapter07_budgets_variants_and_rte_runs():
+    """Chapter 07: six of the seventeen variants were pretrained (cpu-quick, at most 3.1M tokens); the cpu-long
+    runs used 8.2M; four of the six (not dynamic, not conv-value) were fine-tuned on RTE; the absolute baseline's
+    masked-LM loss is 6.29 nats."""
+    from attnconv.models.bert import VARIANTS
+    from attnconv.train import load_bert_runs
+
+    runs = load_bert_runs(RESULTS)
+    pre = [r for r in runs if r.is_pretraining]
+    quick = {r.final["variant"]: r for r in pre if r.final["config"] == "cpu-quick"}
+    assert len(VARIANTS) == 17 and len(quick) == 6
+    tokens = {r.final["config"]: round(r.provenance["config"]["steps"] * r.provenance["config"]["batch_size"]
+                                       * r.provenance["config"]["max_length"] / 1e6, 1)
+              for r in pre if r.final["config"] in ("cpu-quick", "cpu-long")}
+    assert tokens == {"cpu-quick": 3.1, "cpu-long": 8.2}
+    rte = sorted(v for v, r in quick.items()
+                 if any(not f.is_pretraining and f.final["task"] == "rte" and Path(f.final["pretrained"]).name == r.name
+                        for f in runs))
+    assert rte == ["absolute", "composite", "composite-noabs", "fixed"]
+    assert round(quick["absolute"].final["val_loss"], 2) == 6.29
+
+
+def test_chapter07_cpu_mini_composite_loses_on_subj():
+    """Chapter 07: at the cpu-mini size composite attention had the lower masked-LM loss (6.16 against 6.62) but
+    fine-tuned worse on SUBJ (73.6% against 76.6%), a gap as wide as the two seeds' spreads together."""
+    final = {name: json.loads((RESULTS / name / "final.json").read_text())
+             for name in ("bert-cpu-mini-800-absolute", "bert-cpu-mini-800-composite",
+                          "bert-cpu-mini-800-absolute-subj", "bert-cpu-mini-800-composite-subj")}
+    loss = {v: round(final[f"bert-cpu-mini-800-{v}"]["val_loss"], 2) for v in ("absolute", "composite")}
+    subj = {v: final[f"bert-cpu-mini-800-{v}-subj"] for v in ("absolute", "composite")}
+    assert loss == {"absolute": 6.62, "composite": 6.16}
+    acc = {v: round(100 * f["test_acc_mean"], 1) for v, f in subj.items()}
+    assert acc == {"absolute": 76.6, "composite": 73.6}
+    gap, spread = acc["absolute"] - acc["composite"], 100 * sum(f["test_acc_std"] for f in subj.values())
+    assert gap > 100 * max(f["test_acc_std"] for f in subj.values()) and abs(gap - spread) < 0.1

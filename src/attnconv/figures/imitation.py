@@ -15,10 +15,23 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, NullFormatter, PercentFormatter
 
 from ..train.imitation import tap_shifts
-from .legibility import enlarge_small_text
+from .legibility import PHONE_COLUMN_PX, enlarge_small_text
 
-__all__ = ["plot_imitation_paths", "plot_imitation_curves", "plot_imitation_summary", "plot_init_comparison",
+__all__ = ["setting_label", "plot_imitation_paths", "plot_imitation_curves", "plot_imitation_summary", "plot_init_comparison",
            "plot_kernel_imitation"]
+
+
+def setting_label(setting: str) -> str:
+    """A sweep setting's name as a figure shows it: ``"rank1 D_h=C 16 heads"`` -> ``"rank-1, $D_h = C$, 16 heads"``."""
+    words = {"rank1": "rank-1", "D_h=1": "$D_h = 1$", "D_h=C": "$D_h = C$", "alpha=2": "$\\alpha = 2$",
+             "lr=1e-3": "lr $10^{-3}$", "5x5": "5×5", "cnn": "CNN layer", "lightconv": "lightweight conv"}
+    parts, out = setting.split(), []
+    for i, part in enumerate(parts):
+        if part == "heads" and out:
+            out[-1] += " heads"
+        else:
+            out.append(words.get(part, part))
+    return ", ".join(out)
 
 
 def plot_imitation_paths(records: Sequence[dict[str, Any]], titles: Sequence[str], reach: float | None = None) -> Figure:
@@ -29,8 +42,8 @@ def plot_imitation_paths(records: Sequence[dict[str, Any]], titles: Sequence[str
         raise ValueError(f"need one title per record and at least one record, got {len(records)} and {len(titles)}")
     if reach is None:
         reach = min(6.0, max(np.abs(np.array(r["centers"])).max() for r in records) + 0.5)
-    fig, axes = plt.subplots(1, len(records), figsize=(3.3 * len(records), 3.5), squeeze=False)
-    for ax, rec, title in zip(axes[0], records, titles):
+    fig, axes = plt.subplots(len(records), 1, figsize=(4.2, 4.0 * len(records)), squeeze=False)
+    for ax, rec, title in zip(axes[:, 0], records, titles):
         taps = tap_shifts(rec["kernel_size"]).numpy()
         ax.scatter(taps[:, 1], taps[:, 0], marker="+", s=120, color="black", zorder=3, label="kernel taps")
         path = np.array(rec["centers"])  # (records, N_h, 2)
@@ -44,10 +57,11 @@ def plot_imitation_paths(records: Sequence[dict[str, Any]], titles: Sequence[str
         ax.set_aspect("equal")
         ax.grid(alpha=0.3)
         ax.set_xlabel(r"column shift $\Delta_2$")
-        ax.set_title(f"{title}\nerror {rec['rel_error'][-1]:.1%}, matched distance {rec['matched'][-1]:.2f}",
-                     fontsize=9)
-    axes[0, 0].set_ylabel(r"row shift $\Delta_1$")
-    axes[0, 0].legend(loc="lower left", fontsize=7)
+        ax.set_ylabel(r"row shift $\Delta_1$")
+        ax.set_title(f"{setting_label(title)}\nerror {rec['rel_error'][-1]:.1%}, matched distance {rec['matched'][-1]:.2f}",
+                     fontsize=10)
+    axes[0, 0].legend(loc="lower left", fontsize=9)
+    enlarge_small_text(fig, column_px=PHONE_COLUMN_PX)  # legible on a phone, where it is shown whole
     fig.tight_layout()
     return fig
 
@@ -61,29 +75,29 @@ def _by_setting(records: Sequence[dict[str, Any]], key: str, setting: str) -> tu
 
 def plot_imitation_curves(records: Sequence[dict[str, Any]], settings: Sequence[str]) -> Figure:
     """Relative error (log scale) and matched-tap distance over the steps: the mean over seeds, with each seed faint."""
-    fig, (err_ax, dist_ax) = plt.subplots(1, 2, figsize=(9.5, 3.4))
+    fig, (err_ax, dist_ax) = plt.subplots(2, 1, figsize=(4.8, 6.4))
     for i, setting in enumerate(settings):
         colour = plt.cm.tab10(i % 10)
         for ax, key in ((err_ax, "rel_error"), (dist_ax, "matched")):
             steps, values = _by_setting(records, key, setting)
             for run in values:
                 ax.plot(steps, run, color=colour, lw=0.6, alpha=0.35)
-            ax.plot(steps, values.mean(0), color=colour, lw=1.8, label=setting)
+            ax.plot(steps, values.mean(0), color=colour, lw=1.8, label=setting_label(setting))
     err_ax.set_yscale("log")
     err_ax.set_ylabel(r"relative error $\|y - \hat y\| / \|y\|$")
     dist_ax.set_ylabel("matched-tap distance (cells)")
     for ax in (err_ax, dist_ax):
         ax.set_xlabel("Adam step")
         ax.grid(alpha=0.3)
-    dist_ax.legend(fontsize=7)
-    enlarge_small_text(fig)  # legible where the book's column shows it scaled down
+    dist_ax.legend(fontsize=9)
+    enlarge_small_text(fig, column_px=PHONE_COLUMN_PX)  # legible on a phone, where it is shown whole
     fig.tight_layout()
     return fig
 
 
 def plot_imitation_summary(summary: dict[str, dict[str, Any]], settings: Sequence[str]) -> Figure:
     """Final matched-tap distance and relative error per setting: mean ± standard deviation over seeds, each seed a dot."""
-    fig, (dist_ax, err_ax) = plt.subplots(1, 2, figsize=(10, 0.38 * len(settings) + 1.2), sharey=True)
+    fig, (dist_ax, err_ax) = plt.subplots(2, 1, figsize=(5.0, 2 * (0.3 * len(settings) + 1.0)))
     rows = np.arange(len(settings))[::-1]
     for y, setting in zip(rows, settings):
         stats = summary[setting]
@@ -93,7 +107,8 @@ def plot_imitation_summary(summary: dict[str, dict[str, Any]], settings: Sequenc
             s = stats[key]
             ax.errorbar(s["mean"], y, xerr=s["std"], fmt="o", color="tab:blue", capsize=3)
             ax.scatter(s["runs"], [y] * len(s["runs"]), s=10, color="tab:orange", zorder=3)
-    dist_ax.set_yticks(rows, settings, fontsize=8)
+    for ax in (dist_ax, err_ax):
+        ax.set_yticks(rows, [setting_label(s) for s in settings], fontsize=9)
     dist_ax.set_xlabel("matched-tap distance at the end (cells)")
     err_ax.set_xlabel("relative error at the end")
     err_ax.set_xscale("log")
@@ -102,7 +117,7 @@ def plot_imitation_summary(summary: dict[str, dict[str, Any]], settings: Sequenc
     err_ax.xaxis.set_minor_formatter(NullFormatter())
     for ax in (dist_ax, err_ax):
         ax.grid(alpha=0.3)
-    enlarge_small_text(fig)  # legible where the book's column shows it scaled down
+    enlarge_small_text(fig, column_px=PHONE_COLUMN_PX)  # legible on a phone, where it is shown whole
     fig.tight_layout()
     return fig
 
@@ -125,7 +140,8 @@ def plot_init_comparison(arms: dict[str, Sequence[Sequence[dict[str, Any]]]]) ->
     ax.set_xlabel("epoch")
     ax.set_ylabel("test accuracy (2,000 images)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
+    enlarge_small_text(fig, column_px=PHONE_COLUMN_PX)  # legible on a phone, where it is shown whole
     fig.tight_layout()
     return fig
 
@@ -137,15 +153,20 @@ def plot_kernel_imitation(record: dict[str, Any]) -> Figure:
     first, last = np.array(record["kernels"][0]), np.array(record["kernels"][-1])
     radius = (target.shape[1] - 1) // 2
     offsets = np.arange(-radius, radius + 1)
-    fig, axes = plt.subplots(1, len(target), figsize=(2.6 * len(target), 2.6), sharey=True, squeeze=False)
-    for h, ax in enumerate(axes[0]):
+    cols = min(2, len(target))
+    rows = -(-len(target) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(2.5 * cols, 2.3 * rows), sharey=True, squeeze=False)
+    for ax in axes.flat[len(target):]:
+        ax.remove()
+    for h, ax in enumerate(axes.flat[:len(target)]):
         ax.bar(offsets, target[h], color="lightgray", label="target kernel")
         ax.plot(offsets, first[h], ":", color="tab:blue", label="attention at step 0")
         ax.plot(offsets, last[h], "o-", color="tab:blue", ms=3, label=f"attention at step {record['steps'][-1]}")
         ax.set_xlabel(r"offset $\delta$")
         ax.set_title(f"head {h + 1}", fontsize=9)
-    axes[0, 0].set_ylabel("weight")
-    axes[0, 0].legend(fontsize=7)
-    enlarge_small_text(fig)  # legible where the book's column shows it scaled down
-    fig.tight_layout()
+    for ax in axes[:, 0]:
+        ax.set_ylabel("weight")
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=8, frameon=False)
+    enlarge_small_text(fig, column_px=PHONE_COLUMN_PX)  # legible on a phone, where it is shown whole
+    fig.tight_layout(rect=(0, 0.2 / rows, 1, 1))
     return fig

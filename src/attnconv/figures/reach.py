@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from .legibility import enlarge_small_text
+from .legibility import PHONE_COLUMN_PX, enlarge_small_text
 
 __all__ = ["plot_reach"]
 
@@ -27,8 +27,8 @@ def plot_reach(reaches: Mapping[str, Mapping[str, Any]], fields: Sequence[Mappin
         image_size: drawn as a line on the receptive-field panel.
     """
     panels = 3 if fields else 2
-    fig, axes = plt.subplots(1, panels, figsize=(3.5 * panels, 3.5), squeeze=False)
-    ax_d, ax_a = axes[0, 0], axes[0, 1]
+    fig, axes = plt.subplots(panels, 1, figsize=(4.8, 3.3 * panels), squeeze=False)
+    ax_d, ax_a = axes[0, 0], axes[1, 0]
     colors = plt.get_cmap("tab10")(np.arange(len(reaches)) % 10)
     offsets = np.linspace(-0.15, 0.15, max(2 * len(reaches), 2))
     for i, (label, reach) in enumerate(reaches.items()):
@@ -52,14 +52,15 @@ def plot_reach(reaches: Mapping[str, Mapping[str, Any]], fields: Sequence[Mappin
         ax.grid(alpha=0.3)
     ax_d.set_ylabel("mean attention distance (pixels)")
     ax_d.set_title("where the heads look", fontsize=10)
-    ax_d.set_ylim(bottom=0)
-    ax_d.legend(fontsize=7, loc="upper left")
+    top = max(max(layer["distance"].max() for layer in r[w]) for r in reaches.values() for w in ("init", "trained"))
+    ax_d.set_ylim(0, 1.6 * top)  # headroom for the legend, which then covers no point
+    ax_d.legend(fontsize=8, loc="upper left", ncol=2)
     ax_a.set_yscale("log")
     ax_a.axhline(1.0, color="0.4", lw=0.8, ls=":")
     ax_a.set_ylabel("α per head (line: median)")
     ax_a.set_title("how sharp (α > 1 above the dotted line)", fontsize=10)
     if fields:
-        ax_r = axes[0, 2]
+        ax_r = axes[2, 0]
         stages = [f["stage"] for f in fields]
         ax_r.bar(stages, [f["rf"] for f in fields], color="0.6", width=0.6)
         for f in fields:
@@ -71,6 +72,6 @@ def plot_reach(reaches: Mapping[str, Mapping[str, Any]], fields: Sequence[Mappin
         ax_r.set_ylabel("receptive field (pixels on a side)")
         ax_r.set_title("what a ResNet can see", fontsize=10)
         ax_r.grid(alpha=0.3, axis="y")
-    enlarge_small_text(fig)  # legible where the book's column shows it scaled down
+    enlarge_small_text(fig, column_px=PHONE_COLUMN_PX)  # legible on a phone, where it is shown whole
     fig.tight_layout()
     return fig
