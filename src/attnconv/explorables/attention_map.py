@@ -32,7 +32,7 @@ TEST_IMAGES = (3, 3000, 7000, 8000)
 
 
 def colour_images(indices: Sequence[int] = TEST_IMAGES) -> list[dict[str, Any]]:
-    """``[{"label", "pixels" (32, 32, 3) uint8, "real"}]``: CIFAR-10 test images, or generated stand-ins."""
+    """``[{"label", "index", "pixels" (32, 32, 3) uint8, "real"}]``: CIFAR-10 test images, or generated stand-ins."""
     from ..data import example_image
 
     out = []
@@ -40,7 +40,7 @@ def colour_images(indices: Sequence[int] = TEST_IMAGES) -> list[dict[str, Any]]:
         ex = example_image(index=index)
         real = ex.source.startswith("CIFAR-10")
         label = f"test image {index}: {ex.label}" if real else f"generated image {i + 1} (no CIFAR-10 copy)"
-        out.append({"label": label, "pixels": ex.pixels.numpy().astype(np.uint8), "real": real})
+        out.append({"label": label, "index": int(index), "pixels": ex.pixels.numpy().astype(np.uint8), "real": real})
     return out
 
 
