@@ -121,8 +121,9 @@ def unpack(weights: dict[str, Any]) -> dict[str, np.ndarray]:
 
 def load_weights(weights: dict[str, Any]) -> SelfAttentionNet:
     """A float64 :class:`SelfAttentionNet` (eval mode) holding exactly the page's weights."""
+    arrays = unpack(weights)
     model = SelfAttentionNet(VisionConfig(attention="quadratic", **weights["config"])).double().eval()
-    model.load_state_dict({k: torch.from_numpy(v) for k, v in unpack(weights).items()})
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in arrays.items()})
     return model
 
 
