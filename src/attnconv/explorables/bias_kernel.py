@@ -1,7 +1,7 @@
 """Chapter 05's explorable, ``ch05-bias``: draw a relative-bias kernel b_{-k..k} over a real sentence.
 
 The reader drags 2k+1 bars (k = 1 to 4). The page computes the banded attention matrix softmax_j(b_{j-i}) of one
-head with windowed relative biases (:class:`attnconv.positional.sequence.RelativePositionBias`), which is a
+head with windowed relative biases (:class:`attnconv.positional.RelativePositionBias`), which is a
 lightweight convolution renormalised over the taps inside the sentence, and sets it beside the zero-padded
 lightweight convolution (:class:`attnconv.lightconv.LightweightConv1d`, ``boundary="zeros"``) on two signals: a
 sequence of ones, where the two differ only at the ends, and the words' lengths.

@@ -1,8 +1,9 @@
 """Chapter 03's explorable, ``ch03-construction``: build a 3 x 3 convolution out of nine attention heads.
 
 The reader picks an image and a kernel (a preset, or cells they type), moves α, clicks a query pixel and drags a
-head's centre. The page computes, live, the convolution, the MHSA layer of Theorem 1 (:func:`attnconv.construct
-.image.conv_to_mhsa`: one quadratic head per tap, on the zero-padded image) and the largest difference.
+head's centre. The page computes, live, the convolution, the MHSA layer of Theorem 1
+(:func:`~attnconv.construct.image.conv_to_mhsa`: one quadratic head per tap, on the zero-padded image) and the
+largest difference.
 
 ``compute(inputs)`` in the page:
 

@@ -12,8 +12,8 @@ is not.
 - outputs: ``logits`` and ``probs`` ``(10,)``; ``predicted``, the class index; ``attention`` ``(L, N_h, 16, 16)``,
   head h of layer l's attention from the query token.
 
-:func:`reference` computes the same outputs with PyTorch on the model :func:`~attnconv.explorables.weights
-.load_weights` rebuilds from the same weights.
+:func:`reference` computes the same outputs with PyTorch on the model that
+:func:`~attnconv.explorables.weights.load_weights` rebuilds from the same weights.
 """
 
 from __future__ import annotations
