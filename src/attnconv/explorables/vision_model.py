@@ -18,6 +18,9 @@ is not.
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -26,9 +29,9 @@ import torch
 from ..data.augment import CIFAR10_MEAN, CIFAR10_STD, normalize
 from ..data.cifar10_files import CIFAR10_CLASSES
 from . import Explorable, b64
-from .weights import load_weights
+from .weights import export_weights, load_weights
 
-__all__ = ["TEST_IMAGES", "embedded_images", "reference", "vision_explorable"]
+__all__ = ["TEST_IMAGES", "embedded_images", "page_weights", "reference", "vision_explorable"]
 
 TEST_IMAGES = tuple(1000 * c + 10 for c in range(10))  # one test image of each class (class order)
 
@@ -38,6 +41,19 @@ def embedded_images(indices: Sequence[int] = TEST_IMAGES) -> list[dict[str, Any]
     from .attention_map import colour_images
 
     return colour_images(indices)
+
+
+def page_weights(path: str | os.PathLike, fallback: torch.nn.Module | None = None,
+                 fallback_label: str = "") -> tuple[dict[str, Any], str]:
+    """The weights a chapter shows and what to call them: the committed record at ``path`` when it exists (its
+    ``source`` says which run and epoch), else ``fallback`` exported now, called ``fallback_label``."""
+    path = Path(path)
+    if path.is_file():
+        weights = json.loads(path.read_text(encoding="utf-8"))
+        return weights, weights["source"]
+    if fallback is None:
+        raise FileNotFoundError(f"no weights at {path} and no fallback model")
+    return export_weights(fallback, fallback_label), fallback_label
 
 
 def vision_explorable(weights: dict[str, Any], label: str, indices: Sequence[int] = TEST_IMAGES) -> Explorable:
