@@ -70,7 +70,8 @@ test: test-lib test-notebooks test-course test-book
 # pytest-xdist: XDIST="-n 2" runs two workers (the default: a 2-core machine's both cores); XDIST= runs serially.
 XDIST ?= -n 2
 
-test-lib: $(STAMP)
+# The library tests include the explorables' checks in Chromium (tests/explorables), hence the browser.
+test-lib: $(STAMP) browser
 	$(BIN)/python -m pytest tests --ignore=tests/book --ignore=tests/course -q $(XDIST)
 
 # Every chapter twice: with whatever data is there, then as a reader without any data sees it (no $$ATTNCONV_DATA,

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ASSETS = ("attnconv/viewer_assets/viewer.css", "attnconv/viewer_assets/viewer.js")
+ASSETS = ("attnconv/viewer_assets/viewer.css", "attnconv/viewer_assets/viewer.js",
+          "attnconv/viewer_assets/explorable.css", "attnconv/viewer_assets/numerics.js",
+          *(f"attnconv/viewer_assets/explore_{n}.js" for n in ("attention", "bias", "construction", "model")))
 
 
 def test_viewer_assets_are_files_the_viewer_inlines():

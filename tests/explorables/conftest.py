@@ -1,0 +1,82 @@
+"""Explorables in a real, offline, headless Chromium: one standalone page per explorable, built by the test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.book.conftest import CHROMIUM_FLAGS, chromium_path
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True)
+        yield b
+        b.close()
+
+
+class Loaded:
+    """A page holding one explorable, with every request it made (the page's own file excepted)."""
+
+    def __init__(self, context, page, requests: list[str]) -> None:
+        self.context, self.page, self.requests = context, page, requests
+
+    def compute(self, ident: str, inputs: dict) -> dict:
+        return self.page.evaluate("([id, x]) => window.attnconvExplorables[id].compute(x)", [ident, inputs])
+
+    def defaults(self, ident: str) -> dict:
+        return self.page.evaluate("(id) => window.attnconvExplorables[id].defaults()", ident)
+
+
+def open_page(browser, html: str, tmp_path: Path, width: int, touch: bool = False) -> Loaded:
+    """Write ``html`` to a file and open it at ``width`` CSS pixels (a phone with touch when ``touch``)."""
+    path = tmp_path / f"page-{width}.html"
+    path.write_text(html, encoding="utf-8")
+    context = browser.new_context(viewport={"width": width, "height": 900}, has_touch=touch, is_mobile=touch,
+                                  device_scale_factor=1)
+    page = context.new_page()
+    requests: list[str] = []
+    own = path.as_uri()
+    page.on("request", lambda r: None if r.url == own else requests.append(r.url))
+    page.route("**/*", lambda r: r.continue_() if r.request.url == own else r.abort())
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(own, wait_until="load")
+    assert not errors, f"script errors: {errors}"
+    return Loaded(context, page, requests)
+
+
+LAYOUT_JS = """(root) => {
+  const box = document.querySelector(root);
+  const out = {width: box.getBoundingClientRect().width, right: 0, small: [], page: document.documentElement.scrollWidth};
+  for (const el of box.querySelectorAll('*')) {
+    const r = el.getBoundingClientRect();
+    if (!r.width) continue;
+    out.right = Math.max(out.right, r.right);
+    const own = Array.from(el.childNodes).some(n => n.nodeType === 3 && n.textContent.trim());
+    const size = parseFloat(getComputedStyle(el).fontSize);
+    if (own && size < 10) out.small.push([el.tagName, el.textContent.slice(0, 30), size]);
+  }
+  return out;
+}"""
+
+
+def check_layout(loaded: Loaded, selector: str, width: int) -> None:
+    """The explorable fits ``width`` (nothing sticks out, the page does not scroll sideways); text is >= 10 px."""
+    got = loaded.page.evaluate(LAYOUT_JS, selector)
+    assert got["right"] <= width + 0.5 and got["page"] <= width, f"wider than {width} px: {got}"
+    assert not got["small"], f"labels under 10 px: {got['small']}"
+
+
+def touch_drag(page, points: list[tuple[float, float]]) -> None:
+    """A finger pressed at the first point, moved through the others and lifted (real touch events, by CDP)."""
+    cdp = page.context.new_cdp_session(page)
+    kinds = ["touchStart"] + ["touchMove"] * (len(points) - 1)
+    for kind, (x, y) in zip(kinds, points):
+        cdp.send("Input.dispatchTouchEvent", {"type": kind, "touchPoints": [{"x": x, "y": y}]})
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+    cdp.detach()

@@ -1,0 +1,83 @@
+"""Chapter 02's explorable: the page's attention maps equal MultiHeadSelfAttention's on random inputs, and a reader
+can drive it by mouse and by touch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnconv.explorables import standalone_page
+from attnconv.explorables.attention_map import attention_explorable, reference
+
+from .conftest import check_layout, open_page, touch_drag
+
+ID = "ch02-attention"
+TOL = 1.2e-7  # float32 rounding (its machine epsilon), relative to the larger of 1 and the output
+
+
+@pytest.fixture(scope="module")
+def html():
+    return standalone_page(attention_explorable())
+
+
+def _compare(got: dict, want: dict) -> float:
+    worst = 0.0
+    for key in ("attention", "heads", "tokens"):
+        g, w = np.asarray(got[key]), want[key]
+        assert g.shape == w.shape, key
+        err = float(np.abs(g - w).max()) / max(1.0, float(np.abs(w).max()))
+        assert err < TOL, f"{key}: {err}"
+        worst = max(worst, err)
+    return worst
+
+
+def test_compute_equals_the_library_on_random_inputs(browser, html, tmp_path):
+    loaded = open_page(browser, html, tmp_path, 1400)
+    try:
+        rng = np.random.default_rng(2)
+        start = loaded.defaults(ID)
+        worst = 0.0
+        for i in range(20):
+            x = {**start, "head": int(rng.integers(4)), "temperature": float(10 ** rng.uniform(-1, 1)),
+                 "query": [int(rng.integers(16)), int(rng.integers(16))]}
+            if i % 2:  # random projections and a random image too
+                x.update(wq=rng.normal(0, 2, (12, 12)).tolist(), bq=rng.normal(0, 1, 12).tolist(),
+                         wk=rng.normal(0, 1, (12, 12)).tolist(), bk=rng.normal(0, 1, 12).tolist(),
+                         image=rng.uniform(0, 1, (32, 32, 3)).tolist())
+            worst = max(worst, _compare(loaded.compute(ID, x), reference(x)))
+        print(f"{ID}: largest JS - Python difference {worst:.1e}")
+        with pytest.raises(AssertionError):  # the comparison fails for a wrong temperature
+            _compare(loaded.compute(ID, x), reference({**x, "temperature": 1.1 * x["temperature"]}))
+        assert not loaded.requests
+    finally:
+        loaded.context.close()
+
+
+@pytest.mark.parametrize("width, touch", [(1400, False), (400, True)])
+def test_reader_drives_it(browser, html, tmp_path, width, touch):
+    loaded = open_page(browser, html, tmp_path, width, touch)
+    page, root = loaded.page, f"#attnconv-x-{ID}"
+    try:
+        summary = lambda: page.locator(f"{root} .ax-summary").inner_text()  # noqa: E731
+        first = summary()
+        img = page.locator(f"{root} canvas.ax-input")
+        img.scroll_into_view_if_needed()
+        b = img.bounding_box()
+        corner = (b["x"] + 3, b["y"] + 3)
+        if touch:
+            touch_drag(page, [corner, (corner[0] + 1, corner[1] + 1)])
+        else:
+            page.mouse.click(*corner)
+        moved = summary()
+        assert moved != first
+        head = page.locator(f"{root} button[data-head='2']")
+        head.tap() if touch else head.click()
+        assert "ax-on" in head.get_attribute("class") and summary() != moved
+        before = summary()
+        page.locator(f"{root} .ax-temp").fill("-1")  # τ = 0.1: ten times sharper
+        sharp = summary()
+        assert sharp != before and float(sharp.split("= ")[1].split("×")[0]) > float(before.split("= ")[1].split("×")[0])
+        check_layout(loaded, root, width)
+        assert not loaded.requests
+    finally:
+        loaded.context.close()

@@ -1,0 +1,123 @@
+"""Chapter 03's explorable: the page's convolution, MHSA layer and attention equal the library's on random inputs,
+and a reader can drive it by mouse and by touch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnconv.explorables import standalone_page
+from attnconv.explorables.construction import construction_explorable, reference
+
+from .conftest import check_layout, open_page, touch_drag
+
+ID = "ch03-construction"
+TOL = 1.2e-7  # float32 rounding (its machine epsilon), relative to the larger of 1 and the output; both sides are float64
+
+
+@pytest.fixture(scope="module")
+def html():
+    return standalone_page(construction_explorable())
+
+
+def _random_inputs(rng: np.random.Generator, image) -> dict:
+    centers = [[a - 1.0, b - 1.0] for a in range(3) for b in range(3)]
+    if rng.random() < 0.5:  # a head dragged off its tap
+        centers[rng.integers(9)] = list(rng.uniform(-3, 3, 2))
+    return {"image": image, "kernel": rng.normal(0, 1, (3, 3)).tolist(), "alpha": float(10 ** rng.uniform(-1, 2)),
+            "centers": centers, "query": [int(rng.integers(32)), int(rng.integers(32))]}
+
+
+def _compare(got: dict, want: dict) -> float:
+    worst = 0.0
+    for key in ("conv", "mhsa", "difference", "attention"):
+        g, w = np.asarray(got[key]), want[key]
+        assert g.shape == w.shape, key
+        scale = max(1.0, float(np.abs(w).max()))
+        err = float(np.abs(g - w).max()) / scale
+        assert err < TOL, f"{key}: {err}"
+        worst = max(worst, err)
+    assert abs(got["max_difference"] - want["max_difference"]) < TOL * max(1.0, want["max_difference"])
+    return worst
+
+
+def test_compute_equals_the_library_on_random_inputs(browser, html, tmp_path):
+    loaded = open_page(browser, html, tmp_path, 1400)
+    try:
+        rng = np.random.default_rng(3)
+        image = loaded.defaults(ID)["image"]
+        worst = max(_compare(loaded.compute(ID, x), reference(x))
+                    for x in (_random_inputs(rng, image) for _ in range(20)))
+        random_image = rng.uniform(0, 1, (12, 9)).tolist()  # another size, and no image of the page
+        x = _random_inputs(rng, random_image)
+        x["query"] = [5, 7]
+        worst = max(worst, _compare(loaded.compute(ID, x), reference(x)))
+        print(f"{ID}: largest JS - Python difference {worst:.1e}")
+        assert not loaded.requests
+    finally:
+        loaded.context.close()
+
+
+def test_a_wrong_library_setting_is_caught(browser, html, tmp_path):
+    """The comparison can fail: the page at α against the library at 2α differs, as does a moved head."""
+    loaded = open_page(browser, html, tmp_path, 1400)
+    try:
+        x = loaded.defaults(ID)
+        got = loaded.compute(ID, x)
+        with pytest.raises(AssertionError):
+            _compare(got, reference({**x, "alpha": 2 * x["alpha"]}))
+        moved = [list(c) for c in x["centers"]]
+        moved[4] = [0.5, 0.0]
+        with pytest.raises(AssertionError):
+            _compare(got, reference({**x, "centers": moved}))
+    finally:
+        loaded.context.close()
+
+
+def _number(page) -> float:
+    return float(page.locator(f"#attnconv-x-{ID} .ax-max").inner_text())
+
+
+def _drive(loaded, tap) -> None:
+    page, root = loaded.page, f"#attnconv-x-{ID}"
+    page.locator(f"{root} button[data-preset='0']").click() if not tap else page.locator(
+        f"{root} button[data-preset='0']").tap()
+    page.locator(f"{root} .ax-alpha").fill("2")  # α = 100: the heads are sharp, the layer is the convolution
+    assert _number(page) < 1e-6
+    head = page.locator(f"{root} canvas.ax-head").nth(4)
+    head.scroll_into_view_if_needed()
+    box = head.bounding_box()
+    x, y = box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5  # the query cell: Δ = 0
+    if tap:
+        touch_drag(page, [(x, y), (x + box["width"] / 14, y), (x + box["width"] / 7, y)])  # one cell right
+    else:
+        page.mouse.move(x, y)
+        page.mouse.down()
+        page.mouse.move(x + box["width"] / 7, y, steps=4)
+        page.mouse.up()
+    broken = _number(page)
+    assert broken > 0.05, "moving the identity's only head off its tap must break the output"
+    label = page.locator(f"{root} .ax-head-label").nth(4).inner_text()
+    assert "moved" in label and "1.00" in label, label
+    page.locator(f"{root} .ax-reset").click() if not tap else page.locator(f"{root} .ax-reset").tap()
+    assert _number(page) < 1e-6
+    cell = page.locator(f"{root} .ax-kernel input").nth(0)  # type a value into a cell
+    cell.fill("0.5")
+    assert _number(page) < 1e-6 and "ax-on" not in (page.locator(f"{root} button[data-preset='0']")
+                                                   .get_attribute("class") or "")
+    img = page.locator(f"{root} canvas.ax-input")
+    img.scroll_into_view_if_needed()
+    b = img.bounding_box()
+    (page.touchscreen.tap if tap else page.mouse.click)(b["x"] + 2, b["y"] + 2)  # the corner pixel: zero padding
+    assert "peak" in page.locator(f"{root} .ax-head-label").nth(0).inner_text()
+
+
+@pytest.mark.parametrize("width, touch", [(1400, False), (400, True)])
+def test_reader_drives_it(browser, html, tmp_path, width, touch):
+    loaded = open_page(browser, html, tmp_path, width, touch)
+    try:
+        _drive(loaded, touch)
+        check_layout(loaded, f"#attnconv-x-{ID}", width)
+        assert not loaded.requests
+    finally:
+        loaded.context.close()

@@ -1,0 +1,172 @@
+"""Chapter 06's explorable: the page's forward pass of SelfAttentionNet equals PyTorch's on the same int8 weights,
+the exporter's whole path works from a training checkpoint, and a reader can drive it by mouse and by touch."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from attnconv.explorables import standalone_page
+from attnconv.explorables.vision_model import embedded_images, reference, vision_explorable
+from attnconv.explorables.weights import export_weights, load_weights, read_checkpoint, unpack, write_weights
+from attnconv.models.vision import SelfAttentionNet, VisionConfig
+
+from .conftest import check_layout, open_page, touch_drag
+
+ID = "ch06-model"
+ROOT = Path(__file__).resolve().parents[2]
+COMMITTED = ROOT / "results" / "cpu-long-sa-quadratic" / "explorable-weights.json"
+LOGIT_TOL, ATTENTION_TOL = 1e-5, 1e-6  # float32 inputs (normalize) against the page's float64: ~1e-7
+
+
+def _random_model(seed: int = 0) -> SelfAttentionNet:
+    """A small untrained model whose heads sit anywhere, with any width: every part of the forward pass matters."""
+    torch.manual_seed(seed)
+    model = SelfAttentionNet(VisionConfig(hidden_dim=16, depth=2, num_heads=4, head_dim=8, mlp_dim=24, dropout=0.0))
+    with torch.no_grad():
+        for block in model.blocks:
+            block.attn.positional.centers.normal_(0, 2)
+            block.attn.positional.log_alpha.uniform_(-2, 1)
+            block.norm1.weight.uniform_(0.5, 1.5)
+            block.norm2.bias.normal_(0, 0.3)
+    return model.eval()
+
+
+def _compare(got: dict, want: dict) -> float:
+    assert got["predicted"] == want["predicted"]
+    err = float(np.abs(np.asarray(got["logits"]) - want["logits"]).max())
+    assert err < LOGIT_TOL, f"logits: {err}"
+    att = float(np.abs(np.asarray(got["attention"]) - want["attention"]).max())
+    assert att < ATTENTION_TOL, f"attention: {att}"
+    return max(err, att)
+
+
+def _page(weights: dict, label: str) -> str:
+    return standalone_page(vision_explorable(weights, label))
+
+
+def test_export_rounds_rows_to_int8_and_load_gives_them_back():
+    model = _random_model()
+    weights = export_weights(model, "test")
+    for name, a in unpack(weights).items():
+        original = model.state_dict()[name].double().numpy()
+        step = np.abs(original).max(axis=-1, keepdims=True) / 127 if a.ndim == 2 and "positional" not in name else 0
+        assert np.all(np.abs(a - original) <= step / 2 + 1e-6 * np.abs(original).max()), name
+    assert torch.equal(load_weights(weights).blocks[0].attn.positional.centers.float(),
+                       model.blocks[0].attn.positional.centers)
+    with pytest.raises(ValueError, match="quadratic"):
+        export_weights(SelfAttentionNet(VisionConfig(attention="learned", hidden_dim=8, depth=1, num_heads=2,
+                                                     head_dim=4, mlp_dim=8)))
+
+
+def test_compute_equals_pytorch_on_random_images_and_queries(browser, tmp_path):
+    weights = export_weights(_random_model(), "a random untrained model")
+    loaded = open_page(browser, _page(weights, "random"), tmp_path, 1400)
+    try:
+        model, rng, worst = load_weights(weights), np.random.default_rng(6), 0.0
+        start = loaded.defaults(ID)
+        for i in range(20):
+            image = start["image"] if i == 0 else rng.integers(0, 256, (32, 32, 3)).tolist()
+            x = {"image": image, "query": [int(rng.integers(16)), int(rng.integers(16))]}
+            worst = max(worst, _compare(loaded.compute(ID, x), reference(x, model)))
+        print(f"{ID} (random model): largest JS - Python difference {worst:.1e}")
+        wrong = _random_model(seed=1)  # the comparison fails against another model
+        with pytest.raises(AssertionError):
+            _compare(loaded.compute(ID, x), reference(x, export_weights(wrong)))
+        assert not loaded.requests
+    finally:
+        loaded.context.close()
+
+
+def test_whole_path_from_a_training_checkpoint(browser, tmp_path):
+    """A checkpoint as the training loop writes it (its config, epoch and state dict, saved atomically), the
+    exporter's command line, the page."""
+    from attnconv.explorables.weights import main
+    from attnconv.train import named_config
+    from attnconv.train.checkpoint import save_checkpoint
+    from attnconv.train.runs import config_to_dict
+
+    config = replace(named_config("smoke", model="sa-quadratic"), progress=False)
+    torch.manual_seed(0)
+    trained = SelfAttentionNet(config.sa)
+    save_checkpoint(tmp_path / "run" / "checkpoint.pt", {"config": config_to_dict(config), "epoch": 2,
+                                                          "model": trained.state_dict()})
+    model, info = read_checkpoint(tmp_path / "run" / "checkpoint.pt")
+    assert info["epoch"] == 2 and torch.equal(model.head.weight, trained.head.weight)
+    with pytest.raises(ValueError, match="quadratic"):
+        save_checkpoint(tmp_path / "other.pt", {"config": config_to_dict(replace(config, model="resnet18")),
+                                                "epoch": 1, "model": {}})
+        read_checkpoint(tmp_path / "other.pt")
+    out = tmp_path / "w.json"
+    assert main([str(tmp_path / "run" / "checkpoint.pt"), str(out)]) == 0
+    weights = json.loads(out.read_text())
+    assert weights["source"] == "smoke sa-quadratic, epoch 2 of 2"
+    loaded = open_page(browser, _page(weights, weights["source"]), tmp_path, 1400)
+    try:
+        for im in embedded_images():
+            x = {"image": im["pixels"].tolist(), "query": [3, 12]}
+            _compare(loaded.compute(ID, x), reference(x, weights))
+    finally:
+        loaded.context.close()
+
+
+@pytest.mark.skipif(not COMMITTED.is_file(), reason="no trained weights are committed")
+def test_committed_weights_agree_with_the_trained_model(browser, tmp_path):
+    """The int8 page gives the class the float32 trained model gave (recorded at export) on every embedded image."""
+    weights = json.loads(COMMITTED.read_text())
+    assert len(COMMITTED.read_bytes()) <= 300_000
+    images = embedded_images()
+    checks = weights["checks"]
+    loaded = open_page(browser, _page(weights, weights["source"]), tmp_path, 1400)
+    try:
+        model = load_weights(weights)
+        for im, trained in zip(images, checks["predicted"]):
+            x = {"image": im["pixels"].tolist(), "query": [8, 8]}
+            got = loaded.compute(ID, x)
+            _compare(got, reference(x, model))
+            if im["real"] and checks["indices"] == [i["index"] for i in images]:
+                assert got["predicted"] == trained, im["label"]
+    finally:
+        loaded.context.close()
+
+
+@pytest.mark.parametrize("width, touch", [(1400, False), (400, True)])
+def test_reader_drives_it(browser, tmp_path, width, touch):
+    loaded = open_page(browser, _page(export_weights(_random_model(), "random"), "random"), tmp_path, width, touch)
+    page, root = loaded.page, f"#attnconv-x-{ID}"
+    try:
+        att = lambda: page.evaluate(f"() => document.querySelector('{root} canvas.ax-att').toDataURL()")  # noqa: E731
+        pred = lambda: page.locator(f"{root} .ax-classes").inner_text()  # noqa: E731
+        before, first = att(), pred()
+        thumb = page.locator(f"{root} .ax-thumb").nth(3)
+        thumb.tap() if touch else thumb.click()
+        assert pred() != first and att() == before  # another image, another prediction; positions only: same maps
+        img = page.locator(f"{root} canvas.ax-input")
+        img.scroll_into_view_if_needed()
+        b = img.bounding_box()
+        corner = (b["x"] + 4, b["y"] + 4)
+        page.touchscreen.tap(*corner) if touch else page.mouse.click(*corner)  # the query moves to token (0, 0)
+        assert att() != before
+        picked = pred()
+        pen = page.locator(f"{root} .ax-pen").nth(2)
+        pen.tap() if touch else pen.click()
+        path = [(b["x"] + b["width"] * f, b["y"] + b["height"] * 0.5) for f in (0.1, 0.3, 0.5, 0.7, 0.9)]
+        if touch:
+            touch_drag(page, path)
+        else:
+            page.mouse.move(*path[0])
+            page.mouse.down()
+            for p in path[1:]:
+                page.mouse.move(*p, steps=3)
+            page.mouse.up()
+        page.wait_for_timeout(200)
+        assert pred() != picked  # a red stroke across the image changes what the model sees
+        check_layout(loaded, root, width)
+        assert not loaded.requests
+    finally:
+        loaded.context.close()
