@@ -327,7 +327,7 @@ def test_a_full_disk_is_one_line_and_keeps_the_last_checkpoint(tmp_path, monkeyp
     ("vision", "batch_size=300", "must not exceed train_images"),  # the smoke config's 256
     ("vision", "train_images=None", None),  # with batch_size=60000 below: more than CIFAR-10 holds
     ("bert-pretrain", "mask_prob=2.0", "mask_prob must be in (0, 1)"),
-    ("bert-pretrain", "validation_fraction=-1", "validation_fraction must be in [0, 1)"),
+    ("bert-pretrain", "validation_fraction=-1", "validation_fraction must be in (0, 1)"),
     ("bert-pretrain", "model.conv_kernel_size=4", "conv_kernel_size must be odd"),
 ])
 def test_value_rules_are_one_line_before_the_data_loads(task, override, message, tmp_path, monkeypatch, capsys):

@@ -1,7 +1,8 @@
 """The fuzz, continued: inputs of the wrong kind (Python lists, numpy arrays, integer dtypes, devices this machine
-lacks, bands of the wrong rank) and bad values that a config or a function used to accept.
+lacks, bands of the wrong rank), bad values that a config or a function used to accept, and data files with text in
+the wrong encoding or a corrupt member.
 
-Every case must raise a ``ValueError`` or ``TypeError`` naming the argument (``outcome(...) == "clear"``, the check of
+Every case of ``CASES`` must raise a ``ValueError`` or ``TypeError`` naming the argument (``outcome(...) == "clear"``, the check of
 :mod:`tests.test_fuzz`). Before these checks, each one either raised something obscure (``AttributeError``,
 ``IndexError``, ``RuntimeError``, ``NotImplementedError``), an error naming nothing, or returned a result.
 """
@@ -9,6 +10,7 @@ Every case must raise a ``ValueError`` or ``TypeError`` naming the argument (``o
 from __future__ import annotations
 
 import importlib.util
+import zipfile
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -20,6 +22,9 @@ from torch import nn
 from attnconv import bounds, tokens
 from attnconv.analysis import head_shift, layer_shifts
 from attnconv.construct.image import conv_to_mhsa
+from attnconv.data import load_cifar10
+from attnconv.data.corpus import read_documents
+from attnconv.data.tasks import load_task
 from attnconv.gpsa import GatedPositionalSelfAttention
 from attnconv.lightconv import DynamicConv1d, LightweightConv1d
 from attnconv.models.bert import BertConfig
@@ -41,6 +46,7 @@ from attnconv.taps import apply_band, check_padding_mask, tap_mask
 from attnconv.train.bert_config import PRETRAIN_CONFIGS
 from attnconv.train.vision_config import VISION_CONFIGS
 
+from .cifar_fixtures import jpeg_bytes, tiny_arrays, write_class_zip
 from .test_fuzz import outcome, x
 
 CASES: list[tuple[str, str, Callable[[], Any]]] = []  # (id, argument that must be named, call)
@@ -163,4 +169,91 @@ def test_what_stays_legal():
     assert SmallCNN()(IMAGES.float()).shape == (2, 10)
     assert grid_positions((2,), device="cpu").shape == (2, 1)
     assert BertConfig(conv_kernel_size=5).conv_kernel_size == 5
-    assert replace(PRETRAIN, mask_prob=0.5, validation_fraction=0.0).mask_prob == 0.5
+    assert replace(PRETRAIN, mask_prob=0.5, validation_fraction=0.5).mask_prob == 0.5
+
+
+# ---------------------------------------------------------------- data files: text in the wrong encoding, corrupt members
+
+def _zip(path, members, deflate=()):
+    """A zip of ``{name: bytes}``; members named in ``deflate`` are compressed."""
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, raw in members.items():
+            zf.writestr(name, raw, compress_type=zipfile.ZIP_DEFLATED if name in deflate else zipfile.ZIP_STORED)
+    return path
+
+
+def _corrupt(path, name):
+    """Overwrite the compressed bytes of member ``name`` with an invalid deflate stream (its CRC stays)."""
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo(name)
+    data = bytearray(path.read_bytes())
+    local = info.header_offset
+    start = local + 30 + int.from_bytes(data[local + 26:local + 28], "little") + \
+        int.from_bytes(data[local + 28:local + 30], "little")
+    data[start:start + info.compress_size] = b"\xff" * info.compress_size  # block type 3: reserved, invalid
+    path.write_bytes(bytes(data))
+
+
+BROWN = {f"brown/ca0{i}": b"The/at jury/nn said/vbd ./.\nIt/pps was/bedz fine/jj ./.\n" * 20 for i in range(1, 4)}
+
+
+def test_invalid_utf8_in_an_ascii_corpus_names_the_member(tmp_path):
+    """brown is ASCII (NLTK's declaration): a Latin-1 byte there is damage, not text. Before: decoded as Latin-1."""
+    _zip(tmp_path / "brown.zip", {**BROWN, "brown/ca02": b"The/at caf\xe9/nn ./.\n"})
+    with pytest.raises(RuntimeError, match=r"'brown/ca02' is not valid utf-8 \(byte 0xe9 at position 10\)"):
+        read_documents("brown", tmp_path)
+
+
+@pytest.mark.parametrize("corpus", ["inaugural", "brown"])
+def test_utf16_text_names_the_member(corpus, tmp_path):
+    """UTF-16 decodes as Latin-1 without an error, into text full of NULs. Before: read that way, even in the
+    8-bit corpora."""
+    name = f"{corpus}/1789-Washington.txt" if corpus == "inaugural" else "brown/ca01"
+    members = {**BROWN, name: "Fellow-Citizens of the Senate.\n".encode("utf-16")} if corpus == "brown" else \
+        {name: "Fellow-Citizens of the Senate.\n".encode("utf-16")}
+    _zip(tmp_path / f"{corpus}.zip", members)
+    with pytest.raises(RuntimeError, match=rf"'{name}' is not 8-bit text"):
+        read_documents(corpus, tmp_path)
+
+
+def test_the_8_bit_corpora_still_read_latin_1(tmp_path):
+    _zip(tmp_path / "state_union.zip", {"state_union/1945-Truman.txt": b"Mr. President, caf\xe9 society. We go on.\n"})
+    assert read_documents("state_union", tmp_path)[0].sentences == ("Mr. President, café society.", "We go on.")
+
+
+def test_a_corrupt_compressed_member_is_named(tmp_path):
+    """Before: a raw zlib.error that named neither the archive nor the member."""
+    path = _zip(tmp_path / "brown.zip", BROWN, deflate=("brown/ca03",))
+    _corrupt(path, "brown/ca03")
+    with pytest.raises(RuntimeError, match=r"brown.zip: the member 'brown/ca03' is corrupt"):
+        read_documents("brown", tmp_path)
+
+
+def test_a_task_member_in_utf16_or_corrupt_is_named(tmp_path):
+    lines = b"a fine film .\n" * 5
+    _zip(tmp_path / "sentence_polarity.zip", {"sentence_polarity/rt-polarity.neg": lines,
+                                              "sentence_polarity/rt-polarity.pos": "good .\n".encode("utf-16")})
+    with pytest.raises(RuntimeError, match=r"'rt-polarity.pos' is not 8-bit text"):
+        load_task("mr", tmp_path)
+    path = _zip(tmp_path / "sentence_polarity.zip", {"sentence_polarity/rt-polarity.neg": lines,
+                                                     "sentence_polarity/rt-polarity.pos": lines},
+                deflate=("sentence_polarity/rt-polarity.neg",))
+    _corrupt(path, "sentence_polarity/rt-polarity.neg")
+    with pytest.raises(RuntimeError, match=r"'sentence_polarity/rt-polarity.neg' is corrupt"):
+        load_task("mr", tmp_path)
+
+
+def test_a_cifar_zip_member_that_is_no_image_or_corrupt_is_named(tmp_path):
+    """Before: PIL's "cannot identify image file <_io.BytesIO ...>" and a raw zlib.error, naming no file."""
+    arrays = tiny_arrays(10, 10)
+    path = write_class_zip(tmp_path / "cifar.zip", arrays)
+    with zipfile.ZipFile(path, "a") as zf:
+        zf.writestr("train/cat/9999.jpg", b"this is a text file, not a JPEG\n")
+    with pytest.raises(RuntimeError, match=r"'train/cat/9999.jpg' is not a readable image"):
+        load_cifar10(path, expected_sizes=None, cache_dir=tmp_path / "cache")
+    path = write_class_zip(tmp_path / "cifar2.zip", arrays)
+    with zipfile.ZipFile(path, "a") as zf:
+        zf.writestr("train/dog/9999.png", jpeg_bytes(arrays["train_images"][0]) * 4, compress_type=zipfile.ZIP_DEFLATED)
+    _corrupt(path, "train/dog/9999.png")
+    with pytest.raises(RuntimeError, match=r"the member 'train/dog/9999.png' is corrupt"):
+        load_cifar10(path, expected_sizes=None, cache_dir=tmp_path / "cache")
