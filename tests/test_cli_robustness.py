@@ -1,18 +1,30 @@
-"""The command line under bad input: non-finite values, bad config fields, broken checkpoints, α that overflows.
+"""The command line under bad input: non-finite values, bad config fields, broken checkpoints, α that overflows, and
+run folders that cannot be used (locked by another run, a file, read-only, another --data), Ctrl-C and a full disk.
 
-Each ends in one line on stderr that names what is wrong, and a bad config ends before any data loads.
+Each ends in one line on stderr that names what is wrong, and what can be checked without the data is checked before
+it loads.
 """
 
+import errno
 import math
+import os
+import signal
+import socket
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
 
+import attnconv.train.bert_pretrain as bert_pretrain
+import attnconv.train.checkpoint as checkpoint
 import attnconv.train.vision as vision
 from attnconv.positional import QuadraticEncoding
 from attnconv.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from attnconv.train.cli import main
+from attnconv.train.folder import LOCK_FILE
 from attnconv.train.runs import CHECKPOINT_NAME, _parse_value, apply_overrides
 from attnconv.train.vision_config import VISION_CONFIGS
 
@@ -146,3 +158,188 @@ def test_alpha_overflowing_mid_run_is_the_clean_stop_of_a_non_finite_loss(tmp_pa
     assert len(err.splitlines()) == 1, err
     assert err.startswith("vision: training stopped:") and "alpha" in err and "is kept" in err, err
     assert (run / CHECKPOINT_NAME).read_bytes() == saved["bytes"]
+
+
+# ---------------------------------------------------------------- the run folder: a lock, checks before the data, clean exits
+
+REAL_TRAIN = vision.train_vision
+SMOKE_DATA = _tiny_data(64, 32)
+# The smoke config made smaller still: 4 steps an epoch, 2 epochs, no progress bar.
+SMALL = ["--set", "train_images=64", "--set", "test_images=32", "--set", "batch_size=16", "--set", "progress=False",
+         "--set", "attention_images=8", "--set", "eval_batch_size=32"]
+
+
+def _smoke(run, *extra):
+    return main(["vision", "--config", "smoke", "--out", str(run), *SMALL, *extra])
+
+
+def _one_line(capsys, *needles):
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in err, err
+    return err
+
+
+def _temporaries(folder):
+    return sorted(p.name for p in folder.glob(".*.tmp"))
+
+
+def _inject(monkeypatch, on_step=None, config=None):
+    """The CLI's vision run, on the tiny data set and with ``on_step``, through the real trainer."""
+    def train(config_, out, resume=False, data_path=None):
+        return REAL_TRAIN(config or config_, out, resume=resume, data=SMOKE_DATA, data_path=data_path, on_step=on_step)
+    monkeypatch.setattr(vision, "train_vision", train)
+
+
+def test_a_second_run_on_the_same_folder_is_refused(tmp_path, monkeypatch, capsys):
+    """While a run holds the folder's lock, a second run on it exits 2 in one line; the first run's checkpoint stays
+    its own (before, both ran and the checkpoint alternated between their seeds)."""
+    run, second = tmp_path / "run", []
+
+    def start_another(step):
+        if step == 1:
+            second.append(_smoke(run, "--set", "seed=1"))
+
+    _inject(monkeypatch, on_step=start_another)
+    assert _smoke(run, "--set", "epochs=1") == 0
+    assert second == [2]
+    err = capsys.readouterr().err
+    assert "is in use by another run" in err and f"pid {os.getpid()}" in err, err
+    assert torch.load(run / CHECKPOINT_NAME, weights_only=False)["config"]["seed"] == 0
+    assert not (run / LOCK_FILE).exists(), "the lock is released when the run ends"
+
+
+def test_a_lock_held_by_a_live_process_refuses_and_a_dead_ones_is_replaced(tmp_path, monkeypatch, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (run / LOCK_FILE).write_text(f"{holder.pid} {socket.gethostname()}\n")
+        monkeypatch.setattr(vision, "_load_data", _no_data)
+        assert _smoke(run) == 2
+        _one_line(capsys, f"pid {holder.pid}", "in use by another run")
+    finally:
+        holder.kill()
+        holder.wait()
+    (run / ".checkpoint.pt.abc123.tmp").write_bytes(b"half a checkpoint")  # left by a killed run
+    monkeypatch.setattr(vision, "_load_data", lambda *args, **kwargs: SMOKE_DATA)
+    assert _smoke(run, "--set", "epochs=1") == 0, "the process that held the lock is gone: the lock is stale"
+    assert not (run / LOCK_FILE).exists() and _temporaries(run) == []
+
+
+def test_resume_checks_the_data_and_the_config_before_the_data_loads(tmp_path, monkeypatch, capsys):
+    run = tmp_path / "run"
+    monkeypatch.setattr(vision, "_load_data", lambda *args, **kwargs: SMOKE_DATA)
+    assert _smoke(run, "--data", str(tmp_path / "a")) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(vision, "_load_data", _no_data)
+    assert _smoke(run, "--resume", "--data", str(tmp_path / "b")) == 2
+    _one_line(capsys, "cannot resume", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert _smoke(run, "--resume") == 2
+    _one_line(capsys, "cannot resume", "(the default copy)")
+    assert _smoke(run, "--resume", "--data", str(tmp_path / "a"), "--set", "lr=0.2") == 2
+    _one_line(capsys, "cannot resume", "['lr']")
+    assert _smoke(run) == 2
+    _one_line(capsys, "--resume")
+    assert _smoke(tmp_path / "never", "--resume") == 2
+    _one_line(capsys, "no checkpoint")
+    monkeypatch.setattr(vision, "_load_data", lambda *args, **kwargs: SMOKE_DATA)
+    assert _smoke(run, "--resume", "--data", str(tmp_path / "a")) == 0
+
+
+def test_an_unusable_out_is_refused_before_the_data_loads(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(vision, "_load_data", _no_data)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    assert _smoke(a_file) == 2
+    _one_line(capsys, "is a file")
+    assert _smoke(a_file / "run") == 2
+    _one_line(capsys, "cannot create the run folder")
+
+
+def _read_only(folder, monkeypatch):
+    """Make ``folder`` read-only; as root, where permissions do not bind, creating files in it fails instead."""
+    folder.chmod(0o555)
+    if os.access(folder, os.W_OK):
+        real_open = os.open
+
+        def refuse(path, flags, *args, **kwargs):
+            if Path(path).parent == folder and flags & os.O_CREAT:
+                raise PermissionError(errno.EACCES, "Permission denied", str(path))
+            return real_open(path, flags, *args, **kwargs)
+        monkeypatch.setattr(os, "open", refuse)
+
+
+def test_sigint_is_one_line_keeps_the_checkpoint_and_resumes(tmp_path, monkeypatch, capsys):
+    """Ctrl-C in epoch 2: exit 130 and one line (before: a traceback); epoch 1's checkpoint is kept, no temporary
+    file or lock is left, a read-only folder refuses the resume before the data loads, and --resume finishes."""
+    run, saved = tmp_path / "run", {}
+
+    def interrupt(step):
+        if step == 6:  # epoch 2 (4 steps an epoch): epoch 1's checkpoint is on disk
+            saved["bytes"] = (run / CHECKPOINT_NAME).read_bytes()
+            os.kill(os.getpid(), signal.SIGINT)
+
+    _inject(monkeypatch, on_step=interrupt)
+    assert _smoke(run) == 130
+    _one_line(capsys, "interrupted", "is kept", "--resume")
+    assert (run / CHECKPOINT_NAME).read_bytes() == saved["bytes"]
+    assert _temporaries(run) == [] and not (run / LOCK_FILE).exists()
+
+    monkeypatch.setattr(vision, "train_vision", REAL_TRAIN)
+    monkeypatch.setattr(vision, "_load_data", _no_data)
+    with monkeypatch.context() as patch:
+        _read_only(run, patch)
+        assert _smoke(run, "--resume") == 2
+    run.chmod(0o755)
+    _one_line(capsys, "cannot write in", str(run))
+    monkeypatch.setattr(vision, "_load_data", lambda *args, **kwargs: SMOKE_DATA)
+    assert _smoke(run, "--resume") == 0
+    assert torch.load(run / CHECKPOINT_NAME, weights_only=False)["epoch"] == 2
+
+
+def test_a_full_disk_is_one_line_and_keeps_the_last_checkpoint(tmp_path, monkeypatch, capsys):
+    """The writer raising ENOSPC while saving epoch 2's checkpoint: exit 1 and one line that says the disk is full
+    (before: torch's "unexpected pos"); epoch 1's checkpoint is intact and no temporary file is left."""
+    run, saved = tmp_path / "run", {}
+    real_write = checkpoint._write_bytes
+
+    def full_disk(path, data):
+        if path.name.startswith(f".{CHECKPOINT_NAME}.") and "bytes" in saved:
+            real_write(path, bytes(data)[:100])  # part of it reached the disk
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_write(path, data)
+
+    def remember(step):
+        if step == 5:
+            saved["bytes"] = (run / CHECKPOINT_NAME).read_bytes()
+
+    _inject(monkeypatch, on_step=remember)
+    monkeypatch.setattr(checkpoint, "_write_bytes", full_disk)
+    assert _smoke(run) == 1
+    _one_line(capsys, "disk is full", str(run / CHECKPOINT_NAME), "is kept")
+    assert (run / CHECKPOINT_NAME).read_bytes() == saved["bytes"]
+    assert _temporaries(run) == [] and not (run / LOCK_FILE).exists()
+
+
+@pytest.mark.parametrize("task, override, message", [
+    ("vision", "batch_size=300", "must not exceed train_images"),  # the smoke config's 256
+    ("vision", "train_images=None", None),  # with batch_size=60000 below: more than CIFAR-10 holds
+    ("bert-pretrain", "mask_prob=2.0", "mask_prob must be in (0, 1)"),
+    ("bert-pretrain", "validation_fraction=-1", "validation_fraction must be in (0, 1)"),
+    ("bert-pretrain", "model.conv_kernel_size=4", "conv_kernel_size must be odd"),
+])
+def test_value_rules_are_one_line_before_the_data_loads(task, override, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(vision, "_load_data", _no_data)
+    monkeypatch.setattr(bert_pretrain, "prepare_pretraining", _no_data)
+    extra = ["--set", "batch_size=60000"] if message is None else []
+    assert main([task, "--config", "smoke", "--out", str(tmp_path / "run"), "--set", override, *extra]) == 2
+    _one_line(capsys, message or "batch_size (60000) exceeds the 50000 images")
+
+
+def test_a_batch_larger_than_the_data_given_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(vision, "_load_data", lambda *args, **kwargs: _tiny_data(64, 32))
+    assert main(["vision", "--config", "smoke", "--out", str(tmp_path / "run"), "--data", str(tmp_path), "--set",
+                 "train_images=None", "--set", "test_images=None", "--set", "batch_size=128"]) == 2
+    _one_line(capsys, "batch_size (128) exceeds the 64 training images")

@@ -37,7 +37,8 @@ def int_tuple(name: str, value: int | Sequence[int], dims: int, minimum: int) ->
 
 def available_device(name: str, device: object) -> "torch.device | None":
     """Return ``device`` as a ``torch.device`` (``None`` stays ``None``) if this machine has it, else raise
-    ``ValueError``: a CUDA device needs CUDA, and "cuda:i" needs at least i + 1 GPUs."""
+    ``ValueError``: a CUDA device needs CUDA, "cuda:i" needs at least i + 1 GPUs, and any other device ("mps",
+    "xla", ...) must accept a tensor."""
     import torch
 
     if device is None:
@@ -52,6 +53,12 @@ def available_device(name: str, device: object) -> "torch.device | None":
             raise ValueError(f"{name}={device!r} needs CUDA, but this machine has no CUDA device")
         if dev.index is not None and dev.index >= count:
             raise ValueError(f"{name}={device!r} names GPU {dev.index}, but this machine has {count}")
+    elif dev.type != "cpu":  # mps, xla, xpu, ...: usable only where this torch build and machine have a backend
+        try:
+            torch.empty(0, device=dev)
+        except (RuntimeError, NotImplementedError, AssertionError) as err:
+            raise ValueError(f"{name}={device!r} is not available on this machine (this torch build cannot place "
+                             f"a tensor there): use 'cpu' or an available 'cuda' device") from err
     return dev
 
 

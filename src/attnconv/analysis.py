@@ -56,6 +56,12 @@ def _mass_per_shift(probs: Tensor, grid: Sequence[int]) -> tuple[Tensor, Tensor]
     return total / count, shifts
 
 
+def _check_probs(probs: object) -> None:
+    if not isinstance(probs, Tensor) or not probs.is_floating_point():
+        raise TypeError(f"probs must be a floating-point torch.Tensor of attention probabilities, got "
+                        f"{getattr(probs, 'dtype', type(probs).__name__)}")
+
+
 def layer_shifts(probs: Tensor, grid: Sequence[int]) -> list[HeadShift]:
     """The best-matching shift and its mass for every head.
 
@@ -63,6 +69,7 @@ def layer_shifts(probs: Tensor, grid: Sequence[int]) -> list[HeadShift]:
         probs: attention probabilities ``(N_h, N, N)``, or ``(B, N_h, N, N)`` (averaged over the batch).
         grid: the spatial shape, ``(N,)`` or ``(H, W)``.
     """
+    _check_probs(probs)
     if probs.dim() == 4:
         probs = probs.mean(0)
     n = 1
@@ -78,6 +85,7 @@ def layer_shifts(probs: Tensor, grid: Sequence[int]) -> list[HeadShift]:
 
 def head_shift(probs: Tensor, grid: Sequence[int]) -> HeadShift:
     """The best-matching shift of one head's attention matrix ``(N, N)``."""
+    _check_probs(probs)
     if probs.dim() != 2:
         raise ValueError(f"probs must be one head's (N, N) matrix, got shape {tuple(probs.shape)}")
     return layer_shifts(probs[None], grid)[0]

@@ -78,6 +78,7 @@ def gaussian_tail_sum(alpha: float, dims: int = 2, max_offset: int | None = None
 
     Computed as Σ_{j=1..d} C(d, j) (θ - 1)^j, which stays accurate when S is far below machine epsilon.
     """
+    dims = int_at_least("dims", dims, 1)
     t = _tail(alpha, max_offset)
     return sum(math.comb(dims, j) * t**j for j in range(1, dims + 1))
 

@@ -71,12 +71,26 @@ class GatedPositionalSelfAttention(MultiHeadSelfAttention):
             self.positional.centers.copy_(fresh.centers)
             self.positional.log_alpha.copy_(fresh.log_alpha)
 
-    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None,
-                need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        """``(out, probs)``; ``probs`` ``(B, N_h, N, N)`` are the gated weights when ``need_weights``."""
+    def _attend(self, x: Tensor, key_padding_mask: Tensor | None,
+                need_weights: bool) -> tuple[Tensor, Tensor | None]:
+        """``(out, probs)``; ``probs`` ``(B, N_h, N, N)`` are the gated weights when ``need_weights``.
+
+        Called by :meth:`MultiHeadSelfAttention.forward`, which refuses a non-finite result of a finite input
+        (:class:`~attnconv._checks.NonFiniteResultError`). As there, a padded token reads as zeros before the
+        projections, so nothing it holds (NaN included) reaches an output or a gradient.
+        """
         grid = self.check_input(x)
+        if key_padding_mask is not None and not isinstance(key_padding_mask, Tensor):
+            raise TypeError(f"key_padding_mask must be a bool torch.Tensor (True = padding) or None, got "
+                            f"{type(key_padding_mask).__name__}")
         pad = None if key_padding_mask is None else self.padding_bias(key_padding_mask, x.shape, x.dtype)
-        tokens = x.reshape(x.shape[0], -1, self.embed_dim)  # (B, N, C)
+        n = math.prod(grid)
+        if x.shape[0] == 0:  # an empty batch: an empty output
+            out = self.out_proj(x.new_zeros(0, self.num_heads * self.head_dim)).view(0, *grid, self.out_dim)
+            return out, (x.new_zeros(0, self.num_heads, n, n) if need_weights else None)
+        tokens = x.reshape(x.shape[0], n, self.embed_dim)  # (B, N, C)
+        if key_padding_mask is not None:  # masked_fill, not a product: 0 * NaN is NaN, in backward too
+            tokens = tokens.masked_fill(key_padding_mask.reshape(tokens.shape[:2])[..., None], 0.0)
         q, k, v = self.project(tokens)  # (B, N_h, N, D_h)
         if key_padding_mask is not None:
             k, v = self.zero_padded(k, v, key_padding_mask)

@@ -22,6 +22,9 @@ __all__ = ["apply_band", "check_padding_mask", "check_tokens", "masked_softmax",
            "tap_mask"]
 
 
+HALF = (torch.float16, torch.bfloat16)
+
+
 def odd_kernel_size(kernel_size: int, name: str = "kernel_size") -> int:
     """Check that ``kernel_size`` (the argument ``name``) is an odd positive int 2k+1 and return k
     (``max_distance``)."""
@@ -45,6 +48,9 @@ def check_padding_mask(key_padding_mask: Tensor | None, x: Tensor) -> None:
     """Raise unless ``key_padding_mask`` is ``None`` or a bool ``(B, N)`` matching the tokens ``x``."""
     if key_padding_mask is None:
         return
+    if not isinstance(key_padding_mask, Tensor):
+        raise TypeError(f"key_padding_mask must be a bool torch.Tensor (True = padding) or None, got "
+                        f"{type(key_padding_mask).__name__}: use torch.as_tensor(mask, dtype=torch.bool)")
     if key_padding_mask.dtype != torch.bool:
         raise ValueError(f"key_padding_mask must be a bool tensor (True = padding), got {key_padding_mask.dtype}")
     if tuple(key_padding_mask.shape) != tuple(x.shape[:2]):
@@ -130,6 +136,14 @@ def apply_band(x: Tensor, band: Tensor, padding_l: int | None = None) -> Tensor:
     Returns:
         ``(B, N, C)``: head h's channels of token i mixed by ``band[:, h, i]``.
     """
+    for name, t in (("x", x), ("band", band)):
+        if not isinstance(t, Tensor) or not t.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point torch.Tensor, got "
+                            f"{getattr(t, 'dtype', type(t).__name__)}")
+    if band.dtype != x.dtype and not (x.dtype in HALF and band.dtype == torch.float32):
+        raise TypeError(f"band has dtype {band.dtype} but x is {x.dtype}: the result would silently be "
+                        f"{torch.promote_types(x.dtype, band.dtype)}; convert one of them (a float32 band is "
+                        "accepted on float16/bfloat16 x, whose kernels are normalised in float32)")
     if x.dim() != 3 or band.dim() != 4:
         raise ValueError(f"x must be (B, N, C) and band (B, N_h, N, K), got {tuple(x.shape)} and "
                          f"{tuple(band.shape)}")

@@ -20,6 +20,8 @@ def space_to_depth(x: Tensor, block: int = 2) -> Tensor:
         row-major order, each with its C channels.
     """
     block = positive_int("block", block)
+    if not isinstance(x, Tensor):
+        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}: use torch.as_tensor(x)")
     if x.dim() != 4:
         raise ValueError(f"x must be (B, H, W, C), got shape {tuple(x.shape)}")
     b, h, w, c = x.shape

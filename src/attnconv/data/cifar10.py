@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import math
 import os
 import zipfile
@@ -19,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import pooch
 import torch
-from PIL import Image
 
 from .cache import load_arrays, save_arrays
-from .cifar10_files import (CIFAR10_CLASSES, CIFAR10_URL, FolderFiles, ZipFiles, check_arrays, read_image_files,
-                            read_official_archive, read_official_folder)
+from .cifar10_files import (CIFAR10_CLASSES, CIFAR10_URL, FolderFiles, ZipFiles, check_arrays, decode_image,
+                            read_image_files, read_official_archive, read_official_folder)
+from .members import read_member
 from .paths import CACHE_ENV_VAR, data_root, default_cache_dir, display_path
 
 
@@ -85,7 +84,7 @@ def example_image(index: int = 0, split: str = "test") -> ExampleImage:
             if not 0 <= index < len(names):
                 raise ValueError(f"index must be in [0, {len(names)}) for the {split} split, got {index}")
             name = names[index]
-            pixels = np.asarray(Image.open(io.BytesIO(zf.read(name))).convert("RGB"))
+            pixels = decode_image(read_member(zf, name, archive), name, str(archive))
     except zipfile.BadZipFile as err:
         raise RuntimeError(f"{archive} is not a readable zip archive ({err}); replace it with a fresh copy") from err
     label = name.split("/")[-2]

@@ -16,8 +16,10 @@ import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
+from .members import read_member
+
 __all__ = ["BATCHES", "CIFAR10_CLASSES", "CIFAR10_URL", "FolderFiles", "IMAGE_SUFFIXES", "ZipFiles", "check_arrays",
-           "file_md5", "read_image_files", "read_official_archive", "read_official_folder"]
+           "decode_image", "file_md5", "read_image_files", "read_official_archive", "read_official_folder"]
 
 CIFAR10_CLASSES = (
     "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
@@ -117,7 +119,7 @@ class ZipFiles:
         self.entries = {n: zf for zf in zips for n in zf.namelist() if n.lower().endswith(IMAGE_SUFFIXES)}
 
     def read(self, name: str) -> bytes:
-        return self.entries[name].read(name)
+        return read_member(self.entries[name], name)
 
 
 class FolderFiles:
@@ -128,6 +130,15 @@ class FolderFiles:
 
     def read(self, name: str) -> bytes:
         return (self.root / name).read_bytes()
+
+
+def decode_image(raw: bytes, name: str, where: str) -> np.ndarray:
+    """The RGB pixels ``(H, W, 3)`` of the image file ``name``; a file that is not an image is named."""
+    try:
+        return np.asarray(Image.open(io.BytesIO(raw)).convert("RGB"))
+    except (OSError, SyntaxError, ValueError) as err:  # PIL's UnidentifiedImageError is an OSError
+        raise RuntimeError(f"{where}: {name!r} is not a readable image ({type(err).__name__}: {err}); replace it "
+                           "or the archive with a fresh copy") from err
 
 
 def read_image_files(files: ZipFiles | FolderFiles, where: str, progress: bool) -> dict[str, np.ndarray | str]:
@@ -152,7 +163,7 @@ def read_image_files(files: ZipFiles | FolderFiles, where: str, progress: bool) 
             items.sort(key=lambda item: (item[0], item[1].rsplit("/", 1)[-1]))
             images = np.empty((len(items), 32, 32, 3), dtype=np.uint8)
             for i, (_, name) in enumerate(items):
-                pixels = np.asarray(Image.open(io.BytesIO(files.read(name))).convert("RGB"))
+                pixels = decode_image(files.read(name), name, where)
                 if pixels.shape != (32, 32, 3):
                     raise RuntimeError(f"{where}: {name!r} is {pixels.shape[1]}x{pixels.shape[0]}, expected 32x32")
                 images[i] = pixels

@@ -30,6 +30,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from .members import decode_text, read_member
 from .nltk_zips import cached_corpora_dir
 from .paths import data_root, display_path
 
@@ -108,11 +109,12 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
-def _decode(raw: bytes) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw.decode("latin-1")
+def _encodings(corpus: str, name: str) -> tuple[str, ...]:
+    """The encodings a member may be in, after NLTK's declarations: brown, movie_reviews and abc's rural.txt are
+    ASCII or UTF-8; inaugural, state_union, webtext and abc's science.txt are 8-bit (NLTK: Latin-1 or ISO-8859-2),
+    read as UTF-8 where they are valid UTF-8 and as Latin-1 elsewhere."""
+    eight_bit = corpus in ("inaugural", "state_union", "webtext") or (corpus == "abc" and "science" in name)
+    return ("utf-8", "latin-1") if eight_bit else ("utf-8",)
 
 
 def _strip_tags(line: str) -> str:
@@ -163,7 +165,8 @@ def read_documents(corpus: str, root: str | os.PathLike | None = None) -> list[D
     Raises:
         ValueError: unknown ``corpus``.
         FileNotFoundError: the zip is missing.
-        RuntimeError: the zip is unreadable or holds no text.
+        RuntimeError: the zip is unreadable or holds no text, or a member is corrupt or not text in its corpus's
+            encoding (the message names the member).
     """
     if corpus not in PRETRAIN_CORPORA:
         raise ValueError(f"corpus must be one of {PRETRAIN_CORPORA}, got {corpus!r}")
@@ -177,7 +180,8 @@ def read_documents(corpus: str, root: str | os.PathLike | None = None) -> list[D
             for name in names:
                 if corpus == "brown" and not re.fullmatch(r"c[a-r]\d\d", Path(name).name):
                     continue
-                sentences = _file_sentences(corpus, name, _decode(zf.read(name)))
+                text = decode_text(read_member(zf, name, archive), name, archive, _encodings(corpus, name))
+                sentences = _file_sentences(corpus, name, text)
                 step = BLOCK_LINES if corpus in _BLOCKED else max(1, len(sentences))
                 for block, start in enumerate(range(0, len(sentences), step)):
                     docs.append(Document(f"{name}#{block}", tuple(sentences[start:start + step])))

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .corpus import DOWNLOAD_HINT, corpora_dir
+from .members import decode_text, read_member
 from .paths import display_path
 
 __all__ = ["TASKS", "TaskData", "TextExample", "load_task"]
@@ -78,7 +79,7 @@ def _member(zf: zipfile.ZipFile, name: str) -> bytes:
     matches = [n for n in zf.namelist() if Path(n).name == name]
     if not matches:
         raise RuntimeError(f"{zf.filename} has no file {name!r}; is it the NLTK release of this corpus?")
-    return zf.read(matches[0])
+    return read_member(zf, matches[0])
 
 
 def _sentence_task(name: str, folder: Path, seed: int, test_fraction: float) -> TaskData:
@@ -86,7 +87,8 @@ def _sentence_task(name: str, folder: Path, seed: int, test_fraction: float) -> 
     examples = []
     with _open(folder / f"{corpus}.zip") as zf:
         for file, label in files.items():
-            text = _member(zf, file).decode("latin-1")  # the 2004/2005 releases are Latin-1
+            member = _member(zf, file)  # the 2004/2005 releases are Latin-1
+            text = decode_text(member, file, zf.filename, ("latin-1",))
             examples += [TextExample(line.strip(), None, label) for line in text.splitlines() if line.strip()]
     order = np.random.default_rng(seed).permutation(len(examples))
     n_test = int(round(test_fraction * len(examples)))

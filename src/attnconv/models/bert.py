@@ -36,7 +36,7 @@ from .._checks import int_at_least, positive_int, probability
 from ..attention import MultiHeadSelfAttention
 from ..composite import CompositeAttention
 from ..positional.sequence import KeyRelativeLogits, QueryRelativeLogits, RelativePositionBias
-from ..taps import check_padding_mask
+from ..taps import check_padding_mask, odd_kernel_size
 
 __all__ = ["BERT_SIZES", "VARIANTS", "AttentionVariant", "BertClassifier", "BertConfig", "BertEncoder",
            "BertForMaskedLM", "composite_layers", "make_bert_attention"]
@@ -132,6 +132,7 @@ class BertConfig:
         if self.variant not in VARIANTS:
             raise ValueError(f"variant must be one of {tuple(VARIANTS)}, got {self.variant!r}")
         int_at_least("max_distance", self.max_distance, 1)
+        odd_kernel_size(self.conv_kernel_size, "conv_kernel_size")
         probability("dropout", self.dropout)
         if not 0 <= self.pad_id < self.vocab_size:
             raise ValueError(f"pad_id must be in [0, vocab_size={self.vocab_size}), got {self.pad_id!r}")

@@ -14,9 +14,24 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .._checks import positive_int
 from ..tokens import space_to_depth
 
-__all__ = ["SmallCNN", "fit", "predict_logits", "synthetic_images"]
+__all__ = ["SmallCNN", "check_images", "fit", "predict_logits", "synthetic_images"]
+
+
+def check_images(images: object) -> None:
+    """Raise unless ``images`` is a channels-last ``(B, H, W, 3)`` tensor of pixel values 0..255 with even H, W."""
+    if not isinstance(images, Tensor):
+        raise TypeError(f"images must be a torch.Tensor (B, H, W, 3), got {type(images).__name__}: use "
+                        "torch.as_tensor(images)")
+    if images.dtype == torch.bool or images.is_complex():
+        raise TypeError(f"images must hold pixel values 0..255 (uint8 or float), got {images.dtype}")
+    if images.dim() == 4 and images.shape[1] == 3 and images.shape[-1] != 3:
+        raise ValueError(f"images must be channels-last (B, H, W, 3), got channels-first shape "
+                         f"{tuple(images.shape)}: use images.permute(0, 2, 3, 1)")
+    if images.dim() != 4 or images.shape[-1] != 3 or images.shape[1] % 2 or images.shape[2] % 2:
+        raise ValueError(f"images must be (B, H, W, 3) with even H and W, got shape {tuple(images.shape)}")
 
 
 class SmallCNN(nn.Module):
@@ -28,6 +43,8 @@ class SmallCNN(nn.Module):
 
     def __init__(self, width: int = 24, num_classes: int = 10, mean: Tensor | None = None, std: Tensor | None = None):
         super().__init__()
+        positive_int("width", width)
+        positive_int("num_classes", num_classes)
         self.register_buffer("mean", torch.full((3,), 0.5) if mean is None else mean.float())
         self.register_buffer("std", torch.full((3,), 0.25) if std is None else std.float())
         self.conv1 = nn.Conv2d(12, width, 3, padding=1)
@@ -35,6 +52,7 @@ class SmallCNN(nn.Module):
         self.head = nn.Linear(2 * width, num_classes)
 
     def forward(self, images: Tensor) -> Tensor:
+        check_images(images)
         x = (images.float() / 255 - self.mean) / self.std  # (B, 32, 32, 3)
         x = space_to_depth(x, 2).permute(0, 3, 1, 2)  # (B, 12, 16, 16)
         x = F.max_pool2d(F.relu(self.conv1(x)), 2)  # (B, width, 8, 8)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from .._checks import positive_int, probability
+from .._checks import floating_input, positive_int, probability
 from ..attention import MultiHeadSelfAttention
 from ..positional import AnisotropicGaussianEncoding, LearnedRelativeEncoding2d, PositionalLogits, QuadraticEncoding
 from ..tokens import space_to_depth
@@ -178,6 +178,7 @@ class SelfAttentionNet(nn.Module):
     def tokens(self, images: Tensor) -> Tensor:
         """``(B, H, W, C)`` -> the embedded token grid ``(B, H / block, W / block, D)``."""
         c = self.config
+        floating_input("images", images, self.embed.weight.dtype)
         if images.dim() != 4 or tuple(images.shape[1:]) != (c.image_size, c.image_size, c.in_channels):
             raise ValueError(f"images must be (B, {c.image_size}, {c.image_size}, {c.in_channels}), "
                              f"got shape {tuple(images.shape)}")

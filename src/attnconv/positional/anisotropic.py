@@ -54,6 +54,9 @@ class AnisotropicGaussianEncoding(PositionalLogits):
         if not finite_positive:
             raise ValueError(f"alpha must be a finite number > 0, got {alpha!r}")
         alpha = float(alpha)
+        if alpha > torch.finfo(centers.dtype).max:
+            raise ValueError(f"alpha = {alpha:.3g} overflows {centers.dtype} (largest {torch.finfo(centers.dtype).max:.3g})"
+                             ": use a smaller alpha, or build the encoding under torch.set_default_dtype(torch.float64)")
         self.centers = nn.Parameter(centers)
         half_log = torch.full((num_heads, 2), 0.5 * math.log(alpha))
         self.log_diag = nn.Parameter(half_log)  # log of L's diagonal

@@ -17,12 +17,16 @@ import torch
 from torch import Tensor
 
 from .._checks import available_device, int_at_least, positive_int
-from ..taps import odd_kernel_size
 
 __all__ = ["FRAMES", "band_to_logits", "key_to_query_frame", "logits_to_band", "relative_index",
            "relative_position_bucket"]
 
 FRAMES = ("query", "key")
+
+
+def _check_tensor(name: str, t: object) -> None:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}: use torch.as_tensor({name})")
 
 
 def _non_negative_int(name: str, value: object) -> int:
@@ -75,6 +79,7 @@ def band_to_logits(band: Tensor, n: int, window: bool = False, frame: str = "que
     """
     if frame not in FRAMES:
         raise ValueError(f"frame must be one of {FRAMES}, got {frame!r}")
+    _check_tensor("band", band)
     if band.dim() < 2 or band.shape[-1] % 2 == 0:
         raise ValueError(f"band must be (..., N, 2k+1) with an odd last dim, got shape {tuple(band.shape)}")
     k = band.shape[-1] // 2
@@ -117,9 +122,10 @@ def logits_to_band(logits: Tensor, radius: int | None = None) -> Tensor:
     Returns:
         ``(..., N, 2r+1)``.
     """
-    n = logits.shape[-1]
-    if logits.dim() < 2 or logits.shape[-2] != n:
+    _check_tensor("logits", logits)
+    if logits.dim() < 2 or logits.shape[-2] != logits.shape[-1]:
         raise ValueError(f"logits must be (..., N, N), got shape {tuple(logits.shape)}")
+    n = logits.shape[-1]
     r = n - 1 if radius is None else _non_negative_int("radius", radius)
     read = torch.arange(n, device=logits.device)[:, None] + torch.arange(-r, r + 1, device=logits.device)  # (N, 2r+1)
     inside = (read >= 0) & (read < n)
@@ -138,8 +144,11 @@ def key_to_query_frame(band: Tensor) -> Tensor:
     Returns:
         ``(..., N, 2k+1)`` in the query frame.
     """
+    _check_tensor("band", band)
+    if band.dim() < 2 or band.shape[-1] % 2 == 0:
+        raise ValueError(f"band must be (..., N, 2k+1) with an odd last dim, got shape {tuple(band.shape)}")
     n, width = band.shape[-2], band.shape[-1]
-    k = odd_kernel_size(width)
+    k = width // 2
     read = torch.arange(n, device=band.device)[:, None] + torch.arange(-k, k + 1, device=band.device)  # (N, K)
     inside = (read >= 0) & (read < n)
     flat = (read.clamp(0, n - 1) * width + torch.arange(width, device=band.device)).flatten()
@@ -163,10 +172,15 @@ def relative_position_bucket(offsets: Tensor, num_buckets: int, max_distance: in
     Returns:
         long tensor of the shape of ``offsets``, values in ``[0, num_buckets)``.
     """
+    if not isinstance(offsets, Tensor) or offsets.dtype == torch.bool or offsets.is_floating_point() \
+            or offsets.is_complex():
+        raise TypeError(f"offsets must be an integer torch.Tensor of offsets j - i, got "
+                        f"{getattr(offsets, 'dtype', type(offsets).__name__)}: a fractional offset has no bucket")
     positive_int("num_buckets", num_buckets)
     if num_buckets < 4 or num_buckets % 2:
         raise ValueError(f"num_buckets must be even and at least 4, got {num_buckets}")
     half, exact = num_buckets // 2, num_buckets // 4
+    positive_int("max_distance", max_distance)
     if max_distance <= exact:
         raise ValueError(f"max_distance must be larger than num_buckets // 4 = {exact} for log buckets, "
                          f"got {max_distance}")

@@ -6,7 +6,8 @@ v^(h) = -α^(h) (1, -2Δ^(h)_1, ..., -2Δ^(h)_d), head h's logit is
     v^(h) · r_δ = -α^(h) (‖δ - Δ^(h)‖² - ‖Δ^(h)‖²),
 
 a Gaussian bump centred on the shift Δ^(h) with inverse width α^(h). The -‖Δ‖² term is the same for
-every key and cancels in the softmax. As α -> ∞ the head attends to δ = Δ only.
+every key and cancels in the softmax. As α -> ∞ the head attends to δ = Δ only, or, where the key q + Δ is off
+the grid, to the grid's nearest pixel to it (the logit's unique maximum there, axis by axis).
 
 The logit is a sum of one term per axis, so the softmax over a rectangular grid factorises into one small
 softmax per axis: P^(h) = P^(h)_rows ⊗ P^(h)_cols. The layer uses that to attend without an N x N matrix.
@@ -51,7 +52,7 @@ def positional_query(centers: Tensor, alpha: Tensor) -> Tensor:
 
 
 def _alpha_per_head(alpha: object, num_heads: int) -> Tensor:
-    """α as a ``(N_h,)`` tensor of the default dtype, from a real number, or a ``()`` / ``(N_h,)`` tensor or list."""
+    """α as a ``(N_h,)`` float64 tensor, from a real number, or a ``()`` / ``(N_h,)`` tensor or list."""
     import numbers
 
     if isinstance(alpha, Sequence) and not isinstance(alpha, str):
@@ -64,15 +65,17 @@ def _alpha_per_head(alpha: object, num_heads: int) -> Tensor:
         if tuple(alpha.shape) not in ((), (num_heads,)):
             raise ValueError(f"alpha must be a number or a tensor of shape () or (num_heads={num_heads},), "
                              f"got shape {tuple(alpha.shape)}")
-        return alpha.detach().to(torch.get_default_dtype()).expand(num_heads).clone()
+        return alpha.detach().to(torch.float64).expand(num_heads).clone()
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
         raise TypeError(f"alpha must be a real number, a tensor or None, got {type(alpha).__name__} {alpha!r}")
-    return torch.full((num_heads,), float(alpha), dtype=torch.get_default_dtype())
+    return torch.full((num_heads,), float(alpha), dtype=torch.float64)
 
 
 def hard_logit_floor(dtype: torch.dtype) -> float:
     """The logit given to keys a hard head ignores: exp of it underflows to exactly 0, and the sum of a few
     of them does not overflow."""
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating-point torch.dtype (logits are floats), got {dtype!r}")
     return torch.finfo(dtype).min / 8
 
 
@@ -118,7 +121,12 @@ class QuadraticEncoding(PositionalLogits):
             alpha_t = _alpha_per_head(alpha, num_heads)
             if not torch.all(alpha_t > 0) or not torch.all(torch.isfinite(alpha_t)):
                 raise ValueError(f"alpha must be finite and > 0 (or None for hard attention), got {alpha!r}")
-            log_alpha = alpha_t.log()
+            dtype = torch.get_default_dtype()
+            if float(alpha_t.max()) > torch.finfo(dtype).max:
+                raise ValueError(f"alpha = {float(alpha_t.max()):.3g} overflows {dtype} (largest "
+                                 f"{torch.finfo(dtype).max:.3g}): use alpha=None for the alpha -> inf limit, or "
+                                 "build the encoding under torch.set_default_dtype(torch.float64)")
+            log_alpha = alpha_t.log().to(dtype)
         if learnable and not self.hard:
             self.centers = nn.Parameter(centers)
             self.log_alpha = nn.Parameter(log_alpha)
@@ -179,7 +187,10 @@ class QuadraticEncoding(PositionalLogits):
         heads = torch.arange(num_heads)
         rows, cols = heads % k, heads // k  # head p = h1 + K h2
         centers = locality_distance * torch.stack([rows - c, cols - c], dim=-1).to(torch.get_default_dtype())
-        return cls(num_heads, centers=centers, alpha=locality_strength, learnable=learnable)
+        try:
+            return cls(num_heads, centers=centers, alpha=locality_strength, learnable=learnable)
+        except (TypeError, ValueError) as err:  # the α of every head: say which argument it came from
+            raise type(err)(f"locality_strength (the alpha of every head): {err}") from err
 
     @classmethod
     def from_positional_query(cls, query: Tensor, learnable: bool = True) -> "QuadraticEncoding":
@@ -218,7 +229,9 @@ class QuadraticEncoding(PositionalLogits):
         """One ``(N_h, L, L)`` logit table per axis of the grid; the full logit is their sum.
 
         Entry ``[h, i, j]`` is head h's term for query coordinate i and key coordinate j on that axis:
-        ``-α(δ² - 2Δ_a δ)`` with ``δ = j - i`` (or 0 / a huge negative number in hard mode).
+        ``-α(δ² - 2Δ_a δ)`` with ``δ = j - i``. In hard mode it is 0 on the key nearest to ``i + Δ_a``, that is
+        ``clip(i + Δ_a, 0, L - 1)``, and a huge negative number elsewhere: the α -> ∞ limit of the softmax, which at
+        a border puts all the weight on the nearest pixel that exists.
 
         Raises:
             ValueError: the parameters are not finite, or α is too large for the parameters' dtype (for example
@@ -234,10 +247,11 @@ class QuadraticEncoding(PositionalLogits):
             pos = torch.arange(length, device=self.centers.device, dtype=self.centers.dtype)
             delta = pos[None, :] - pos[:, None]  # (L, L), key minus query
             center = self.centers[:, axis, None, None]  # (N_h, 1, 1)
-            if self.hard:
+            if self.hard:  # the key nearest to q + Δ on this axis: q + Δ, or the border when that is off the grid
+                target = (pos[:, None] + center).clamp(0, length - 1)  # (N_h, L, 1)
                 zero = delta.new_zeros(())
                 floor = delta.new_full((), hard_logit_floor(delta.dtype))
-                out.append(torch.where(delta == center, zero, floor))
+                out.append(torch.where(pos[None, None, :] == target, zero, floor))
             else:
                 out.append(-self.alpha[:, None, None] * (delta**2 - 2 * center * delta))
         return out

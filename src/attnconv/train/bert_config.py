@@ -89,6 +89,11 @@ class PretrainConfig:
         for name in ("steps", "batch_size", "max_length", "eval_every", "eval_examples"):
             positive_int(name, getattr(self, name))
         _check_common(self)
+        if not 0 < real_number("mask_prob", self.mask_prob) < 1:
+            raise ValueError(f"mask_prob must be in (0, 1): the share of tokens to predict, got {self.mask_prob!r}")
+        if not 0 < real_number("validation_fraction", self.validation_fraction) < 1:
+            raise ValueError(f"validation_fraction must be in (0, 1): the share of documents held out, got "
+                             f"{self.validation_fraction!r}")
         if self.max_length > self.model.max_length:
             raise ValueError(f"max_length ({self.max_length}) must not exceed model.max_length ({self.model.max_length})")
         if self.time_limit is not None and not self.time_limit > 0:

@@ -32,12 +32,13 @@ from ..data.tokenizer import special_ids
 from ..models.bert import BertClassifier
 from .bert_config import FinetuneConfig
 from .bert_pretrain import load_pretrained
-from .checkpoint import load_checkpoint, save_checkpoint, write_json
+from .checkpoint import save_checkpoint, write_json
 from .distributed import init_distributed
+from .folder import RunFolder, data_identity, open_run
 from .provenance import provenance
 from .optim import adamw, clipped_step
 from .precision import precision_autocast, probe_speed, resolve_precision, resume_precision
-from .runs import (FINAL_FILE, METRICS_FILE, PROVENANCE_FILE, config_to_dict, load_average, start_run, stream_seed,
+from .runs import (FINAL_FILE, METRICS_FILE, PROVENANCE_FILE, config_to_dict, load_average, stream_seed,
                    write_jsonl)
 from .schedule import set_lr, warmup_linear
 
@@ -96,12 +97,28 @@ def finetune_bert(config: FinetuneConfig, pretrained: str | os.PathLike, out_dir
         resume: continue from ``out_dir/checkpoint.pt``.
         task: the task's data (default :func:`attnconv.data.tasks.load_task` with ``root``).
         on_step: called with the global step number (over all seeds) after every optimiser step.
+
+    Raises:
+        ~attnconv.train.folder.RunSetupError: before any data loads, ``out_dir`` cannot be used (a file, not
+            writable, locked by another live run), or the checkpoint does not match the config, ``root`` or
+            ``pretrained``.
     """
     started = time.perf_counter()
-    out = Path(out_dir)
-    ckpt_path = start_run(out, resume)
-    out.mkdir(parents=True, exist_ok=True)
     device = init_distributed(config.device).device
+    identity = {"data": data_identity(root), "from": data_identity(pretrained)}
+    with open_run(out_dir, resume, data=identity, required=_RESUME_KEYS,
+                  check=lambda state: resume_precision(state, config_to_dict(config), device)) as run:
+        return _finetune(config, pretrained, run, device, task, root, on_step, started)
+
+
+_RESUME_KEYS = ("config", "model", "optimizer", "seed_index", "epoch", "history", "results", "elapsed")
+
+
+def _finetune(config: FinetuneConfig, pretrained: str | os.PathLike, run: RunFolder, device: torch.device,
+              task: TaskData | None, root: str | os.PathLike | None, on_step: Callable[[int], None] | None,
+              started: float) -> dict[str, Any]:
+    """The body of :func:`finetune_bert`, in a run folder already checked and locked."""
+    out, ckpt_path = run.out, run.checkpoint
     mlm, tokenizer, pre_state = load_pretrained(pretrained, device)
     ids = special_ids(tokenizer)
     if config.max_length > mlm.config.max_length:
@@ -121,9 +138,8 @@ def finetune_bert(config: FinetuneConfig, pretrained: str | os.PathLike, out_dir
     warmup_steps = int(round(config.warmup * total))
 
     state = {"seed_index": 0, "epoch": 0, "history": [], "results": [], "elapsed": 0.0}
-    if resume:
-        state = load_checkpoint(ckpt_path, map_location=device, required=(
-            "config", "model", "optimizer", "seed_index", "epoch", "history", "results", "elapsed"))
+    if run.state is not None:  # resume
+        state = run.state
         precision = resume_precision(state, config_to_dict(config), device)
     else:
         def probe() -> dict[str, Any]:  # the speed of the first seed's classifier on a real-shaped batch
@@ -179,7 +195,8 @@ def finetune_bert(config: FinetuneConfig, pretrained: str | os.PathLike, out_dir
             save_checkpoint(ckpt_path, {"config": config_to_dict(config), "seed_index": seed_index + seed_done,
                                         "epoch": 0 if seed_done else epoch + 1, "model": model.state_dict(),
                                         "optimizer": optimizer.state_dict(), "history": history,
-                                        "results": results, "elapsed": elapsed, "precision": used})
+                                        "results": results, "elapsed": elapsed, "precision": used,
+                                        "data": run.data})
 
     accs = np.array([r["test_acc"] for r in results])
     final = {"task": config.task, "variant": mlm.config.variant, "config": config.name,

@@ -42,11 +42,12 @@ from ..models.bert import BertConfig, BertForMaskedLM
 from .bert_config import PretrainConfig
 from .checkpoint import atomic_write_text, load_checkpoint, save_checkpoint, write_json
 from .distributed import init_distributed
+from .folder import RunFolder, RunSetupError, data_identity, open_run
 from .optim import adamw, clipped_step
 from .precision import precision_autocast, probe_speed, resolve_precision, resume_precision
 from .provenance import provenance
 from .runs import (CHECKPOINT_NAME, FINAL_FILE, KERNELS_FILE, METRICS_FILE, PROVENANCE_FILE, TOKENIZER_FILE,
-                   config_to_dict, load_average, start_run, stream_seed, write_jsonl)
+                   config_to_dict, load_average, stream_seed, write_jsonl)
 from .schedule import set_lr, warmup_linear
 
 __all__ = ["PretrainData", "load_pretrained", "prepare_pretraining", "pretrain_bert"]
@@ -118,12 +119,26 @@ def pretrain_bert(config: PretrainConfig, out_dir: str | os.PathLike, *, resume:
 
     Returns:
         The contents of ``final.json``.
+
+    Raises:
+        ~attnconv.train.folder.RunSetupError: before any data loads, ``out_dir`` cannot be used (a file, not
+            writable, locked by another live run), or the checkpoint does not match the config or ``root``.
     """
     started, load_at_start = time.perf_counter(), load_average()
-    out = Path(out_dir)
-    ckpt_path = start_run(out, resume)
-    out.mkdir(parents=True, exist_ok=True)
     device = init_distributed(config.device).device
+    with open_run(out_dir, resume, data=data_identity(root), required=_RESUME_KEYS,
+                  check=lambda state: resume_precision(state, config_to_dict(config), device)) as run:
+        return _pretrain(config, run, device, data, root, cache_dir, on_step, started, load_at_start)
+
+
+_RESUME_KEYS = ("config", "model", "optimizer", "step", "history", "elapsed")
+
+
+def _pretrain(config: PretrainConfig, run: RunFolder, device: torch.device, data: PretrainData | None,
+              root: str | os.PathLike | None, cache_dir: str | os.PathLike | None,
+              on_step: Callable[[int], None] | None, started: float, load_at_start: Any) -> dict[str, Any]:
+    """The body of :func:`pretrain_bert`, in a run folder already checked and locked."""
+    out, ckpt_path = run.out, run.checkpoint
     data = data if data is not None else prepare_pretraining(config, root, cache_dir)
     ids = special_ids(data.tokenizer)
     model_config = replace(config.model, vocab_size=ids.vocab_size, pad_id=ids.pad)
@@ -133,14 +148,13 @@ def pretrain_bert(config: PretrainConfig, out_dir: str | os.PathLike, *, resume:
     val_indices = np.sort(np.random.default_rng(7).permutation(len(data.validation))[:config.eval_examples])
     n_train = len(data.train)
     if n_train < config.batch_size:
-        raise ValueError(f"batch_size ({config.batch_size}) exceeds the {n_train} training examples")
+        raise RunSetupError(f"batch_size ({config.batch_size}) exceeds the {n_train} training examples")
     per_epoch = n_train // config.batch_size
     warmup_steps = int(round(config.warmup * config.steps))
 
     step, history, elapsed = 0, [], 0.0
-    if resume:
-        state = load_checkpoint(ckpt_path, map_location=device, required=(
-            "config", "model", "optimizer", "step", "history", "elapsed"))
+    if run.state is not None:  # resume
+        state = run.state
         precision = resume_precision(state, config_to_dict(config), device)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
@@ -188,7 +202,8 @@ def pretrain_bert(config: PretrainConfig, out_dir: str | os.PathLike, *, resume:
             save_checkpoint(ckpt_path, {
                 "config": config_to_dict(config), "model_config": dataclasses.asdict(model_config),
                 "tokenizer": data.tokenizer.to_str(), "step": step, "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(), "history": history, "elapsed": elapsed, "precision": used})
+                "optimizer": optimizer.state_dict(), "history": history, "elapsed": elapsed, "precision": used,
+                "data": run.data})
             window_loss, window_steps, window_tokens, t0 = 0.0, 0, 0, time.perf_counter()
             if config.time_limit is not None and elapsed > config.time_limit and step < config.steps:
                 stopped_early = True

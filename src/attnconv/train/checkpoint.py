@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import tempfile
@@ -13,22 +14,39 @@ import torch
 __all__ = ["CheckpointError", "atomic_write_text", "load_checkpoint", "save_checkpoint", "write_json"]
 
 
-def _replace_from_temp(path: Path, write) -> None:
-    """Call ``write(tmp_path)`` on a temporary file next to ``path``, then rename it over ``path``."""
+def _write_bytes(path: Path, data: bytes | memoryview) -> None:
+    """The one place that writes a run's bytes to disk: an ``OSError`` (a full disk: ``ENOSPC``) comes out as it is."""
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def _replace_from_temp(path: Path, data: bytes | memoryview) -> None:
+    """Write ``data`` to a temporary file next to ``path``, then rename it over ``path``.
+
+    On any failure (a full disk, an interrupt) the temporary file is removed and ``path`` keeps its old contents;
+    an ``OSError`` names ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
-        write(Path(tmp))
+        _write_bytes(Path(tmp), data)
         os.replace(tmp, path)  # atomic on POSIX: readers see the old file or the new one, never half of one
+    except OSError as err:
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(err.errno, err.strerror or str(err), str(path)) from err
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
 def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> None:
-    """``torch.save(state)`` to ``path`` through a temporary file and a rename."""
-    _replace_from_temp(Path(path), lambda tmp: torch.save(state, tmp))
+    """``torch.save(state)`` to ``path`` through a temporary file and a rename.
+
+    The state is serialised in memory first, so that a write that fails (a full disk) raises the ``OSError`` itself,
+    not torch's own error about a stream position."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    _replace_from_temp(Path(path), buffer.getbuffer())
 
 
 class CheckpointError(ValueError):
@@ -71,7 +89,7 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write a text file through a temporary file and a rename."""
-    _replace_from_temp(Path(path), lambda tmp: tmp.write_text(text))
+    _replace_from_temp(Path(path), text.encode())
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:

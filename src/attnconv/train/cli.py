@@ -10,13 +10,17 @@
 Every subcommand takes ``--config NAME``, ``--set KEY=VALUE`` (repeatable), ``--out DIR``, ``--resume``,
 ``--data`` and ``--list``. A NaN or infinite loss, or a parameter that overflows its dtype (a Gaussian head's α,
 for example), ends the command with exit code 1 and a message; the run's last checkpoint is kept, so it can be
-resumed once the cause is fixed. A bad config value (``--set lr=nan``) is refused before any data loads, and an
-unreadable checkpoint is named in one line; both exit with code 2.
+resumed once the cause is fixed. A bad config value (``--set lr=nan``), a run folder that cannot be used (a file, not
+writable, or in use by another run), a resume that does not match its checkpoint (another config or ``--data``)
+and a batch larger than the data are refused before any data loads, in one line with exit code 2; so is an
+unreadable checkpoint. Ctrl-C (SIGINT) ends the run in one line (exit code 130) and a full disk in one line (exit
+code 1); either way the last complete checkpoint is kept and ``--resume`` continues it.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 from pathlib import Path
@@ -32,6 +36,7 @@ from ..models.bert import VARIANTS
 from .bert_config import FINETUNE_CONFIGS, PRETRAIN_CONFIGS
 from .._checks import NonFiniteResultError
 from .checkpoint import CheckpointError
+from .folder import RunSetupError
 from .runs import CHECKPOINT_NAME, NonFiniteLossError, apply_overrides, config_to_dict, named_copy
 from .vision_config import VISION_CONFIGS
 
@@ -151,6 +156,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _kept(args: argparse.Namespace) -> str:
+    ckpt = None if getattr(args, "out", None) is None else Path(args.out) / CHECKPOINT_NAME
+    return (f"the last good checkpoint, {ckpt}, is kept" if ckpt is not None and ckpt.exists() else
+            "no checkpoint was written yet")
+
+
+_DISK_FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+
+
 def main(argv: list[str] | None = None) -> int:
     # Subnormal floats (far tails of Gaussian attention) are ~10x slower on x86 CPUs. Flushing them to zero
     # before the first parallel operation makes the thread pool inherit the setting.
@@ -162,14 +176,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.task}: {err}", file=sys.stderr)
         return 1
     except NonFiniteResultError as err:  # the same stop as a non-finite loss, from a forward pass that overflowed
-        ckpt = None if getattr(args, "out", None) is None else Path(args.out) / CHECKPOINT_NAME
-        kept = (f"the last good checkpoint, {ckpt}, is kept" if ckpt is not None and ckpt.exists() else
-                "no checkpoint was written yet")
-        print(f"{args.task}: training stopped: {err}; {kept}. Lower the learning rate, then resume", file=sys.stderr)
+        print(f"{args.task}: training stopped: {err}; {_kept(args)}. Lower the learning rate, then resume",
+              file=sys.stderr)
         return 1
-    except (_ConfigError, CheckpointError) as err:
+    except (_ConfigError, CheckpointError, RunSetupError, FileExistsError, FileNotFoundError) as err:
         print(err if isinstance(err, _ConfigError) else f"{args.task}: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"{args.task}: interrupted; {_kept(args)}: continue with --resume", file=sys.stderr)
+        return 130
+    except OSError as err:
+        if err.errno not in _DISK_FULL:
+            raise
+        print(f"{args.task}: the disk is full (no space left to write {err.filename or 'the run folder'}); "
+              f"{_kept(args)}: free some space, then continue with --resume", file=sys.stderr)
+        return 1
     finally:
         if torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()

@@ -6,6 +6,7 @@ A run writes into one folder (``--out DIR``). The names of its files live here a
 - ``final.json``: the run's result, written once at the end; its presence marks a finished run;
 - ``provenance.json``: machine, software, commit, data and config;
 - ``checkpoint.pt``: the atomic checkpoint a run resumes from;
+- ``.lock``: the process id of the run writing into the folder, while it runs (:mod:`attnconv.train.folder`);
 - per kind of run: ``centers.jsonl``, ``attention.npz``, ``heads.json`` (vision), ``tokenizer.json``,
   ``kernels.json`` (BERT pretraining).
 

@@ -35,13 +35,13 @@ from tqdm import tqdm
 from ..data import CIFAR10, CropFlip, load_cifar10, normalize
 from ..models import SelfAttentionNet, build_model, model_cost, no_weight_decay
 from .artifacts import attention_summary, center_snapshot
-from .checkpoint import load_checkpoint, save_checkpoint, write_json
+from .checkpoint import save_checkpoint, write_json
 from .distributed import DistInfo, all_reduce_sum, barrier, init_distributed
+from .folder import RunFolder, RunSetupError, data_identity, open_run
 from .provenance import provenance
 from .precision import precision_autocast, probe_speed, resolve_precision, resume_precision
 from .runs import (ATTENTION_FILE, CENTERS_FILE, CHECKPOINT_NAME, FINAL_FILE, HEADS_FILE, METRICS_FILE,
-                   PROVENANCE_FILE, check_finite_loss, config_to_dict, load_average, start_run, stream_seed,
-                   write_jsonl)
+                   PROVENANCE_FILE, check_finite_loss, config_to_dict, load_average, stream_seed, write_jsonl)
 from .schedule import set_lr, warmup_cosine
 from .vision_config import TrainConfig
 
@@ -53,7 +53,7 @@ def _subset(n_total: int, n: int | None, seed: int, what: str) -> Tensor:
     if n is None:
         return torch.arange(n_total)
     if n > n_total:
-        raise ValueError(f"{what} ({n}) exceeds the {n_total} images available")
+        raise RunSetupError(f"{what} ({n}) exceeds the {n_total} images available")
     return torch.randperm(n_total, generator=torch.Generator().manual_seed(seed))[:n].sort().values
 
 
@@ -79,11 +79,11 @@ class _Data:
         self.test_x = data.test_images[test].to(info.device)
         self.test_y = data.test_labels[test].to(info.device)
         if config.batch_size % info.world_size:
-            raise ValueError(f"batch_size ({config.batch_size}) must be divisible by the number of processes "
+            raise RunSetupError(f"batch_size ({config.batch_size}) must be divisible by the number of processes "
                              f"({info.world_size})")
         self.steps_per_epoch = len(self.train_x) // config.batch_size
         if self.steps_per_epoch == 0:
-            raise ValueError(f"batch_size ({config.batch_size}) exceeds the {len(self.train_x)} training images")
+            raise RunSetupError(f"batch_size ({config.batch_size}) exceeds the {len(self.train_x)} training images")
         share = config.batch_size // info.world_size
         self.local = slice(info.rank * share, (info.rank + 1) * share)  # this rank's part of every global batch
         self.full_test = None  # the whole test set, for the final number when epochs use a subset
@@ -227,12 +227,37 @@ def train_vision(
 
     Returns:
         The contents of ``final.json``: final test accuracy and loss, epochs and steps done, wall time.
+
+    Raises:
+        ~attnconv.train.folder.RunSetupError: before any data loads, ``out_dir`` cannot be used (a file, not
+            writable, locked by another live run), the checkpoint does not match the config or ``data_path``, or
+            the batch is larger than the data.
     """
     started = time.perf_counter()
     load_at_start = load_average()
-    out = Path(out_dir)
     info = init_distributed(config.device)
-    ckpt_path = start_run(out, resume)
+    if config.batch_size % info.world_size:  # the rules that need no data, checked before it loads
+        raise RunSetupError(f"batch_size ({config.batch_size}) must be divisible by the number of processes "
+                            f"({info.world_size})")
+    if data is None and data_path is None:  # the default copy: 50,000 training and 10,000 test images
+        for what, n, available in (("batch_size", config.batch_size, 50_000),
+                                   ("train_images", config.train_images, 50_000),
+                                   ("test_images", config.test_images, 10_000)):
+            if n is not None and n > available:
+                raise RunSetupError(f"{what} ({n}) exceeds the {available} images of CIFAR-10")
+    with open_run(out_dir, resume, data=data_identity(data_path), is_main=info.is_main, required=_RESUME_KEYS,
+                  check=lambda state: resume_precision(state, config_to_dict(config), info.device)) as run:
+        return _train(config, run, info, data, data_path, on_step, started, load_at_start)
+
+
+_RESUME_KEYS = ("config", "model", "optimizer", "epoch", "history", "snapshots", "elapsed")
+
+
+def _train(config: TrainConfig, run: RunFolder, info: DistInfo, data: CIFAR10 | None,
+           data_path: str | os.PathLike | None, on_step: Callable[[int], None] | None, started: float,
+           load_at_start: Any) -> dict[str, Any]:
+    """The body of :func:`train_vision`, in a run folder already checked and locked."""
+    out, ckpt_path = run.out, run.checkpoint
     if info.device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
@@ -241,9 +266,8 @@ def train_vision(
     tensors = _Data(data, config, info)
     m = _Model(config, info)
 
-    if resume:
-        state = load_checkpoint(ckpt_path, map_location=info.device, required=(
-            "config", "model", "optimizer", "epoch", "history", "snapshots", "elapsed"))
+    if run.state is not None:  # resume
+        state = run.state
         m.set_precision(resume_precision(state, config_to_dict(config), info.device), info.device)
         m.net.load_state_dict(state["model"])
         m.optimizer.load_state_dict(state["optimizer"])
@@ -275,7 +299,7 @@ def train_vision(
             save_checkpoint(ckpt_path, {"config": config_to_dict(config), "epoch": epoch + 1,
                                         "model": m.net.state_dict(), "optimizer": m.optimizer.state_dict(),
                                         "history": history, "snapshots": snapshots, "elapsed": elapsed,
-                                        "precision": m.precision["used"]})
+                                        "precision": m.precision["used"], "data": run.data})
         barrier(info)
         if config.time_limit is not None and elapsed > config.time_limit and epoch + 1 < config.epochs:
             stopped_early = True

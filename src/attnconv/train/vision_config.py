@@ -73,6 +73,10 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.model not in MODEL_NAMES:
             raise ValueError(f"model must be one of {MODEL_NAMES}, got {self.model!r}")
+        for name, kind in (("sa", VisionConfig), ("resnet", ResNetConfig)):
+            if not isinstance(getattr(self, name), kind):
+                raise TypeError(f"{name} must be a {kind.__name__}, got {type(getattr(self, name)).__name__} "
+                                f"{getattr(self, name)!r}: set its fields with --set {name}.FIELD=VALUE")
         for name in ("epochs", "batch_size", "eval_batch_size", "snapshots_per_epoch", "attention_images"):
             positive_int(name, getattr(self, name))
         for name in ("train_images", "test_images"):
@@ -85,6 +89,9 @@ class TrainConfig:
                              f"{self.momentum}, {self.weight_decay}")
         if not 0 <= self.warmup < 1:
             raise ValueError(f"warmup must be a fraction in [0, 1), got {self.warmup!r}")
+        if self.train_images is not None and self.batch_size > self.train_images:
+            raise ValueError(f"batch_size ({self.batch_size}) must not exceed train_images ({self.train_images}): "
+                             "an epoch would have no step")
         check_device(self.device)
         check_precision(self.precision)
         if self.time_limit is not None and not self.time_limit > 0:
