@@ -249,7 +249,8 @@ class MultiHeadSelfAttention(nn.Module):
         """
         per_example = self.num_heads * v.shape[2] * v.shape[3]
         step = max(1, FACTORIZED_CHUNK // per_example)
-        outs = [self.merge_heads(attend_factorized(axes, v[s:s + step], grid), grid) for s in range(0, v.shape[0], step)]
+        # split, not slicing: its backward is one concatenation, not a zero-filled copy of v per slice
+        outs = [self.merge_heads(attend_factorized(axes, part, grid), grid) for part in v.split(step)]
         return outs[0] if len(outs) == 1 else torch.cat(outs)
 
     @staticmethod
