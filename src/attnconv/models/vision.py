@@ -24,6 +24,7 @@ from torch import Tensor, nn
 
 from .._checks import floating_input, positive_int, probability
 from ..attention import MultiHeadSelfAttention
+from ..dropout import Dropout
 from ..positional import AnisotropicGaussianEncoding, LearnedRelativeEncoding2d, PositionalLogits, QuadraticEncoding
 from ..tokens import space_to_depth
 
@@ -151,7 +152,7 @@ class AttentionBlock(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(config.hidden_dim, config.mlp_dim), nn.GELU(),
                                  nn.Linear(config.mlp_dim, config.hidden_dim))
         self.norm2 = nn.LayerNorm(config.hidden_dim)
-        self.drop = nn.Dropout(config.dropout)
+        self.drop = Dropout(config.dropout)  # nn.Dropout's distribution, cheaper random numbers
 
     def forward(self, x: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
         """Returns ``(x, probs)``; ``probs`` is ``(B, N_h, N, N)`` when ``need_weights``, else ``None``."""

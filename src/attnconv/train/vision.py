@@ -33,6 +33,7 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from ..data import CIFAR10, CropFlip, load_cifar10, normalize
+from ..finite import deferred_finite_checks
 from ..models import SelfAttentionNet, build_model, model_cost, no_weight_decay
 from .artifacts import attention_summary, center_snapshot
 from .checkpoint import save_checkpoint, write_json
@@ -43,6 +44,7 @@ from .precision import precision_autocast, probe_speed, resolve_precision, resum
 from .runs import (ATTENTION_FILE, CENTERS_FILE, CHECKPOINT_NAME, FINAL_FILE, HEADS_FILE, METRICS_FILE,
                    PROVENANCE_FILE, check_finite_loss, config_to_dict, load_average, stream_seed, write_jsonl)
 from .schedule import set_lr, warmup_cosine
+from .threads import set_threads
 from .vision_config import TrainConfig
 
 __all__ = ["CHECKPOINT_NAME", "train_vision"]
@@ -171,8 +173,8 @@ def _train_epoch(epoch: int, m: _Model, data: _Data, config: TrainConfig, info: 
         y = data.train_y[idx]
         lr = config.lr * warmup_cosine(step, total_steps, warmup_steps)
         set_lr(m.optimizer, lr)
-        with m.autocast():
-            logits = m.model(x)
+        with m.autocast(), deferred_finite_checks():  # no host sync per layer (nor a compiled-graph break):
+            logits = m.model(x)  # an overflow anywhere makes the loss non-finite, checked once below
         loss = F.cross_entropy(logits.float(), y)  # mean over this rank's share; DDP averages the ranks
         # Every rank sees the same verdict (a bad share anywhere poisons the averaged gradients).
         check_finite_loss(float(all_reduce_sum(loss.detach().double()[None], info)), f"epoch {epoch + 1}, step "
@@ -258,6 +260,7 @@ def _train(config: TrainConfig, run: RunFolder, info: DistInfo, data: CIFAR10 | 
            load_at_start: Any) -> dict[str, Any]:
     """The body of :func:`train_vision`, in a run folder already checked and locked."""
     out, ckpt_path = run.out, run.checkpoint
+    threads = set_threads(config.threads, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     if info.device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
@@ -329,6 +332,6 @@ def _train(config: TrainConfig, run: RunFolder, info: DistInfo, data: CIFAR10 | 
             {"wall_time_s": elapsed, "train_images": len(tensors.train_x), "test_images": len(tensors.test_x),
              "session_time_s": time.perf_counter() - started, "load_average_at_start": load_at_start,
              "load_average_at_end": load_average(), "precision": m.precision,
-             "bf16_autocast": m.precision["used"] == "bf16", "compiled": config.compile}))
+             "bf16_autocast": m.precision["used"] == "bf16", "compiled": config.compile, "threads": threads}))
     barrier(info)
     return final

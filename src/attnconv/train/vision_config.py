@@ -41,6 +41,8 @@ class TrainConfig:
             on a CPU float32, with a start-up probe's bf16 speed in the record (:mod:`attnconv.train.precision`).
         amp: what ``precision="auto"`` means on CUDA: bfloat16 autocast (True) or float32 (ignored elsewhere).
         compile: wrap the model in ``torch.compile``.
+        threads: CPU threads of each process (``None``: the available cores, shared by the processes on the
+            machine); set when the run starts and recorded in ``provenance.json``.
         snapshots_per_epoch: how often the attention centres of Gaussian models are recorded.
         attention_images: test images averaged over for the final attention maps.
         time_limit: stop after the first epoch that ends past this many seconds of training (``None``: no limit).
@@ -65,6 +67,7 @@ class TrainConfig:
     precision: str = "auto"
     amp: bool = True
     compile: bool = False
+    threads: int | None = None
     snapshots_per_epoch: int = 1
     attention_images: int = 100
     time_limit: float | None = None
@@ -79,7 +82,7 @@ class TrainConfig:
                                 f"{getattr(self, name)!r}: set its fields with --set {name}.FIELD=VALUE")
         for name in ("epochs", "batch_size", "eval_batch_size", "snapshots_per_epoch", "attention_images"):
             positive_int(name, getattr(self, name))
-        for name in ("train_images", "test_images"):
+        for name in ("train_images", "test_images", "threads"):
             if getattr(self, name) is not None:
                 positive_int(f"{name} (or None)", getattr(self, name))
         for name in ("lr", "momentum", "weight_decay", "warmup"):  # a real, finite number first: then the ranges
