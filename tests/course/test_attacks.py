@@ -151,13 +151,15 @@ def test_the_sandbox_has_no_network_and_writes_only_its_scratch_folder(tmp_path)
     from attnconv.course.isolation import Limits, clean_env
 
     isolation = detect()
+    real = Path(__file__).resolve().parent / ".attnconv-sandbox-test"  # outside /tmp: read-only in the sandbox
     scratch = tmp_path / "scratch"
     isolation.prepare(scratch)
     probe = ("import socket, os, pathlib\n"
              f"pathlib.Path({str(scratch)!r}, 'ok').write_text('ok')\n"
-             "for target in ('/etc/attnconv-test', " + repr(str(tmp_path / 'outside')) + "):\n"
+             f"for target in ('/etc/attnconv-test', {str(real)!r}):\n"
              "    try:\n        open(target, 'w')\n        print('wrote', target)\n"
              "    except OSError:\n        pass\n"
+             f"open({str(tmp_path / 'outside')!r}, 'w')  # /tmp is the sandbox's own, empty and private\n"
              "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=3)\n    print('network')\n"
              "except OSError:\n    pass\n"
              "print('uid', os.getuid())\n")
@@ -166,7 +168,7 @@ def test_the_sandbox_has_no_network_and_writes_only_its_scratch_folder(tmp_path)
     assert out.returncode == 0, out.stderr
     assert "wrote" not in out.stdout and "network" not in out.stdout, out.stdout
     assert "uid 65534" in out.stdout
-    assert (scratch / "ok").read_text() == "ok" and not (tmp_path / "outside").exists()
+    assert (scratch / "ok").read_text() == "ok" and not (tmp_path / "outside").exists() and not real.exists()
 
 
 def test_without_isolation_it_still_grades_and_says_what_is_missing(toy):

@@ -140,7 +140,7 @@ def test_a_folder_grades_into_a_gradebook_and_written_points_are_read_back(toy):
     assert read_sheet(sheets / "alice.md", "99_toy") == {"ex-toy-essay": None}
     (sheets / "alice.md").write_text(sheet.replace("points: ___ / 3", "points: 2.5 / 3"))
     (sheets / "bob.md").write_text((sheets / "bob.md").read_text().replace("points: ___ / 3", "points: 9 / 3"))
-    write_sheet(reports[0], sheets)  # a marked sheet is never overwritten
+    write_sheet(reports[0], sheets)  # the sheet is written again, and the instructor's mark is kept
     rows = list(csv.DictReader(write_gradebook(reports, toy / "grades.csv", sheets).open()))
     assert [r["student"] for r in rows] == ["alice", "bob", "carol"]
     assert [(r["ex-toy-answer"], r["ex-toy-square"], r["auto_score"]) for r in rows] == \
