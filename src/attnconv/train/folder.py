@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .checkpoint import load_checkpoint
-from .runs import start_run
+from .runs import CHECKPOINT_NAME, start_run
 
 __all__ = ["LOCK_FILE", "RunFolder", "RunSetupError", "data_identity", "open_run"]
 
@@ -36,13 +36,13 @@ class RunFolder:
         out: the folder.
         checkpoint: ``out/checkpoint.pt``.
         state: the checkpoint to resume from, loaded and checked (``None`` for a new run).
-        data: what identifies the run's data (:func:`data_identity`); saved in every checkpoint as ``"data"``.
+        data: what the run reads (:func:`data_identity`); saved in every checkpoint as ``"data"``.
     """
 
     out: Path
     checkpoint: Path
     state: dict[str, Any] | None
-    data: Any
+    data: dict[str, str | None]
     lock: Path | None = None
 
     def close(self) -> None:
@@ -58,10 +58,17 @@ class RunFolder:
         self.close()
 
 
-def data_identity(path: str | os.PathLike | None) -> str | None:
-    """The data a run reads, as saved in its checkpoint: the absolute path given as ``--data``, or ``None`` for the
-    default copy."""
-    return None if path is None else str(Path(path).expanduser().resolve())
+def data_identity(**paths: str | os.PathLike | None) -> dict[str, str | None]:
+    """What a run reads, as saved in its checkpoint: each command-line option (``data="..."`` is ``--data``,
+    ``from_="..."`` is ``--from``) with its absolute path, or ``None`` for the default copy. A run folder given as
+    ``--from`` stands for its checkpoint, so that the folder and its ``checkpoint.pt`` are the same source."""
+    out = {}
+    for option, path in paths.items():
+        resolved = None if path is None else Path(path).expanduser().resolve()
+        if resolved is not None and resolved.is_dir() and option == "from_":
+            resolved = resolved / CHECKPOINT_NAME
+        out["--" + option.rstrip("_")] = None if resolved is None else str(resolved)
+    return out
 
 
 def _lock_holder(lock: Path) -> tuple[int | None, str | None]:
@@ -124,15 +131,15 @@ def _remove_stale_temporaries(out: Path) -> None:
             tmp.unlink(missing_ok=True)
 
 
-def open_run(out: str | os.PathLike, resume: bool, *, data: Any = None, is_main: bool = True,
-             required: tuple[str, ...] = ("config",), check: Callable[[dict[str, Any]], None] | None = None,
-             map_location: Any = "cpu") -> RunFolder:
+def open_run(out: str | os.PathLike, resume: bool, *, data: dict[str, str | None] | None = None,
+             is_main: bool = True, required: tuple[str, ...] = ("config",),
+             check: Callable[[dict[str, Any]], None] | None = None, map_location: Any = "cpu") -> RunFolder:
     """Check a run folder before any data loads, take its lock, and load the checkpoint to resume from.
 
     Args:
         out: the run folder (created if missing).
         resume: continue from ``out/checkpoint.pt``.
-        data: :func:`data_identity` of the run's data; a checkpoint that saved another one is refused.
+        data: :func:`data_identity` of what the run reads; a checkpoint that saved another one is refused.
         is_main: the process that writes files (rank 0): it alone creates the folder and holds the lock.
         required: keys the checkpoint must hold.
         check: called with the loaded checkpoint; a ``ValueError`` it raises (a config that differs) is refused.
@@ -143,7 +150,7 @@ def open_run(out: str | os.PathLike, resume: bool, *, data: Any = None, is_main:
         FileExistsError, FileNotFoundError: as :func:`start_run`.
         ~attnconv.train.checkpoint.CheckpointError: the checkpoint cannot be used.
     """
-    out = Path(out)
+    out, data = Path(out), data or {}
     if out.exists() and not out.is_dir():
         raise RunSetupError(f"--out {out} is a file, not a folder: choose a folder for the run")
     ckpt = start_run(out, resume)
@@ -162,8 +169,11 @@ def open_run(out: str | os.PathLike, resume: bool, *, data: Any = None, is_main:
             folder.state = load_checkpoint(ckpt, map_location=map_location, required=required)
             saved = folder.state.get("data", data)  # checkpoints written before this was recorded: not checked
             if saved != data:
-                raise RunSetupError(f"cannot resume: {ckpt} was trained on --data {saved or '(the default copy)'}, "
-                                    f"not {data or '(the default copy)'}: pass the same --data, or start a new run")
+                differ = [k for k in sorted(set(saved) | set(data)) if saved.get(k) != data.get(k)]
+                was = ", ".join(f"{k} {saved.get(k) or '(the default copy)'}" for k in differ)
+                now = ", ".join(f"{k} {data.get(k) or '(the default copy)'}" for k in differ)
+                raise RunSetupError(f"cannot resume: {ckpt} was trained on {was}, not {now}: pass the same "
+                                    f"{' and '.join(differ)}, or start a new run")
             if check is not None:
                 try:
                     check(folder.state)
