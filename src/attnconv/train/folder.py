@@ -1,7 +1,7 @@
 """Opening a run folder: every check that can fail before the data loads, and a lock against a second run.
 
 :func:`open_run` checks that ``--out`` is a folder this process can write in, that no other live run holds its lock
-(``.lock``: the id and host of the process writing there; a lock whose process is gone is replaced), that
+(an exclusive ``flock`` on ``.lock``, which names the process; the system drops it when that process dies), that
 ``--resume`` matches what is there, and that the checkpoint loads and matches the config and the data. It then
 removes the temporary files that a killed run left behind. Each refusal is a :class:`RunSetupError`, one line.
 """
@@ -9,9 +9,9 @@ removes the temporary files that a killed run left behind. Each refusal is a :cl
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import os
 import socket
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -44,12 +44,18 @@ class RunFolder:
     state: dict[str, Any] | None
     data: dict[str, str | None]
     lock: Path | None = None
+    lock_fd: int | None = None
 
     def close(self) -> None:
-        """Release the lock (if this process holds it)."""
-        if self.lock is not None and _lock_holder(self.lock)[0] == os.getpid():
-            self.lock.unlink(missing_ok=True)
-        self.lock = None
+        """Release the lock: remove ``.lock`` (while still holding it) and close it."""
+        if self.lock_fd is not None:
+            try:
+                if os.stat(self.lock).st_ino == os.fstat(self.lock_fd).st_ino:
+                    self.lock.unlink()
+            except FileNotFoundError:
+                pass
+            os.close(self.lock_fd)
+        self.lock, self.lock_fd = None, None
 
     def __enter__(self) -> "RunFolder":
         return self
@@ -80,47 +86,43 @@ def _lock_holder(lock: Path) -> tuple[int | None, str | None]:
         return None, None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
+def _in_use(out: Path, lock: Path) -> RunSetupError:
+    pid, host = _lock_holder(lock)
+    where = "" if host == socket.gethostname() else f" on {host}"
+    who = "another run" if pid is None else f"another run (pid {pid}{where})"
+    return RunSetupError(f"{out} is in use by {who}: wait for it to finish, or use another --out")
 
 
-def _take_lock(out: Path) -> Path:
-    """Create ``out/.lock`` holding this process's id; a lock left by a process that is gone is replaced."""
-    lock, host = out / LOCK_FILE, socket.gethostname()
-    for _ in range(3):
+def _take_lock(out: Path) -> tuple[Path, int]:
+    """Hold ``out/.lock``: an exclusive ``flock`` on it for as long as the returned descriptor is open, with this
+    process's id and host written in it for the message a second run gets.
+
+    The operating system releases a ``flock`` when its process dies, however it dies, so a lock file left by a
+    killed run (its pid dead) holds no lock and is simply taken over; there is nothing stale to clean up by hand.
+    """
+    lock = out / LOCK_FILE
+    for _ in range(5):
         try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            pid, where = _lock_holder(lock)
-            if pid is None:  # being written this instant, or left empty by a kill long ago
-                try:
-                    fresh = time.time() - lock.stat().st_mtime < 10.0
-                except FileNotFoundError:
-                    continue
-                if fresh:
-                    raise RunSetupError(f"{out} is in use by another run that is starting (lock {lock}): wait for it, "
-                                        "or use another --out") from None
-            elif where != host:
-                raise RunSetupError(f"{out} is in use by a run on {where} (pid {pid}); if no run is writing there, "
-                                    f"delete {lock}") from None
-            elif _alive(pid):
-                raise RunSetupError(f"{out} is in use by another run (pid {pid}): wait for it to finish, or use "
-                                    "another --out") from None
-            lock.unlink(missing_ok=True)  # stale: the process that held it is gone
-            continue
+            fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
         except OSError as err:
             raise RunSetupError(f"cannot write in {out} ({err.strerror or err}): choose a folder you can write "
                                 "to as --out") from None
-        with os.fdopen(fd, "w") as f:
-            f.write(f"{os.getpid()} {host}\n")
-        return lock
-    raise RunSetupError(f"could not take the lock {lock}: another run keeps replacing it")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise _in_use(out, lock) from None
+        try:
+            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if not same:  # the run that held it ended and removed the file between our open and our lock: again
+            os.close(fd)
+            continue
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+        return lock, fd
+    raise RunSetupError(f"could not take the lock {lock}: other runs keep taking and releasing it")
 
 
 def _remove_stale_temporaries(out: Path) -> None:
@@ -161,7 +163,7 @@ def open_run(out: str | os.PathLike, resume: bool, *, data: dict[str, str | None
         except OSError as err:
             raise RunSetupError(f"cannot create the run folder {out} ({err.strerror or err}): choose a folder you "
                                 "can write to as --out") from None
-        folder.lock = _take_lock(out)
+        folder.lock, folder.lock_fd = _take_lock(out)
     try:
         if is_main:
             _remove_stale_temporaries(out)
