@@ -9,11 +9,15 @@ removes the temporary files that a killed run left behind. Each refusal is a :cl
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import os
 import socket
 from pathlib import Path
 from typing import Any, Callable
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock, so no lock (the rest of the checks still run)
+    fcntl = None
 
 from .checkpoint import load_checkpoint
 from .runs import CHECKPOINT_NAME, start_run
@@ -108,7 +112,8 @@ def _take_lock(out: Path) -> tuple[Path, int]:
             raise RunSetupError(f"cannot write in {out} ({err.strerror or err}): choose a folder you can write "
                                 "to as --out") from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             raise _in_use(out, lock) from None
