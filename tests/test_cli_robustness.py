@@ -9,7 +9,6 @@ import errno
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 from dataclasses import replace
@@ -210,19 +209,23 @@ def test_a_second_run_on_the_same_folder_is_refused(tmp_path, monkeypatch, capsy
     assert not (run / LOCK_FILE).exists(), "the lock is released when the run ends"
 
 
-def test_a_lock_held_by_a_live_process_refuses_and_a_dead_ones_is_replaced(tmp_path, monkeypatch, capsys):
+def test_a_lock_held_by_another_process_refuses_and_a_killed_ones_is_taken_over(tmp_path, monkeypatch, capsys):
+    """Another process holds the folder: refused, naming its pid. Killed with SIGKILL, it leaves its lock file (and a
+    temporary file) behind; the next run takes the folder over and removes both."""
     run = tmp_path / "run"
-    run.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from attnconv.train.folder import open_run; "
+                               "open_run(sys.argv[1], False); print('holding', flush=True); time.sleep(120)", str(run)],
+                              stdout=subprocess.PIPE, text=True)
     try:
-        (run / LOCK_FILE).write_text(f"{holder.pid} {socket.gethostname()}\n")
+        assert holder.stdout.readline().strip() == "holding"
         monkeypatch.setattr(vision, "_load_data", _no_data)
         assert _smoke(run) == 2
         _one_line(capsys, f"pid {holder.pid}", "in use by another run")
     finally:
         holder.kill()
         holder.wait()
-    (run / ".checkpoint.pt.abc123.tmp").write_bytes(b"half a checkpoint")  # left by a killed run
+    assert (run / LOCK_FILE).read_text().split()[0] == str(holder.pid), "a killed run leaves its lock file"
+    (run / ".checkpoint.pt.abc123.tmp").write_bytes(b"half a checkpoint")  # as a run killed mid-write does
     monkeypatch.setattr(vision, "_load_data", lambda *args, **kwargs: SMOKE_DATA)
     assert _smoke(run, "--set", "epochs=1") == 0, "the process that held the lock is gone: the lock is stale"
     assert not (run / LOCK_FILE).exists() and _temporaries(run) == []

@@ -77,6 +77,12 @@ case("logits_to_band-logits-numpy", "logits", lambda: logits_to_band(np.ones((3,
 case("key_to_query_frame-band-numpy", "band", lambda: key_to_query_frame(np.ones((3, 3))))
 case("head_shift-probs-numpy", "probs", lambda: head_shift(np.ones((9, 9)) / 9, (3, 3)))
 case("space_to_depth-x-numpy", "x", lambda: tokens.space_to_depth(np.zeros((1, 4, 4, 3)), 2))
+case("conv_error_bound-x-numpy", "x",
+     lambda: bounds.conv_error_bound(nn.Conv2d(2, 2, 3, padding=1), np.zeros((1, 2, 4, 4), np.float32), 1.0))
+case("alpha_sweep-x-numpy", "x", lambda: bounds.alpha_sweep(nn.Conv2d(2, 2, 3, padding=1), np.zeros((1, 2, 4, 4)), [1.0]))
+case("conv_error_bound-conv-linear", "conv", lambda: bounds.conv_error_bound(nn.Linear(2, 2), x(1, 2, 4, 4), 1.0))
+case("grid_positions-grid-string", "grid", lambda: grid_positions("ab"))
+case("relative_offsets-grid-float", "grid", lambda: relative_offsets([2.5]))
 case("smallcnn-images-numpy", "images", lambda: SmallCNN()(IMAGES.numpy()))
 case("sa-net-images-numpy", "images", lambda: SelfAttentionNet(VISION_CONFIGS["smoke"].sa)(IMAGES.float().numpy()))
 

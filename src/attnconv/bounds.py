@@ -89,6 +89,17 @@ def off_target_mass_bound(alpha: float, dims: int = 2, max_offset: int | None = 
     return s / (1.0 + s)
 
 
+def _check_conv_input(conv: object, x: object) -> None:
+    if not isinstance(conv, (nn.Conv1d, nn.Conv2d)):
+        raise TypeError(f"conv must be a torch.nn.Conv1d or torch.nn.Conv2d, got {type(conv).__name__}")
+    if not isinstance(x, Tensor) or not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point torch.Tensor (B, C_in, *spatial), got "
+                        f"{getattr(x, 'dtype', type(x).__name__)}")
+    if x.dim() != conv.weight.dim() or x.shape[1] != conv.in_channels:
+        raise ValueError(f"x must be (B, C_in={conv.in_channels}, *spatial) with {conv.weight.dim() - 2} spatial "
+                         f"dims, got shape {tuple(x.shape)}")
+
+
 def conv_error_bound(conv: nn.Conv1d | nn.Conv2d, x: Tensor, alpha: float) -> Tensor:
     """Upper bound on ``max_q ‖MHSA(X)_q - Conv(X)_q‖_2`` for the layer ``conv_to_mhsa(conv, alpha)``.
 
@@ -99,6 +110,7 @@ def conv_error_bound(conv: nn.Conv1d | nn.Conv2d, x: Tensor, alpha: float) -> Te
     Returns:
         ``(B,)``: 2 ε(α) Σ_h max_k ‖X_k W_Δh‖_2 per input (padded keys are zero and add nothing).
     """
+    _check_conv_input(conv, x)
     dims = conv.weight.dim() - 2
     w = conv.weight.detach().to(x.dtype).flatten(2)  # (D_out, D_in, N_h)
     tokens = x.flatten(2)  # (B, D_in, N)
@@ -128,6 +140,8 @@ class AlphaSweep:
 def alpha_sweep(conv: nn.Conv1d | nn.Conv2d, x: Tensor, alphas: Sequence[float]) -> AlphaSweep:
     """Run :func:`~attnconv.construct.image.conv_to_mhsa` at every α and measure the error against ``conv``."""
     from .construct import conv_to_mhsa
+
+    _check_conv_input(conv, x)
 
     def error(layer: nn.Module) -> float:
         return float((layer(x) - reference).flatten(2).norm(dim=1).amax())

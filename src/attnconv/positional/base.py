@@ -12,6 +12,7 @@ the query or key vectors too. A positional module computes P for every head.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Sequence
 
 import torch
@@ -55,6 +56,9 @@ def grid_positions(grid: Sequence[int], device: torch.device | None = None) -> T
         ValueError: ``device`` is not on this machine (for example "cuda" without CUDA).
     """
     device = available_device("device", device)
+    if isinstance(grid, (str, bytes)) or not isinstance(grid, Sequence) or not grid or any(
+            isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1 for n in grid):
+        raise ValueError(f"grid must be a non-empty sequence of positive ints (the spatial shape), got {grid!r}")
     axes = [torch.arange(n, device=device) for n in grid]
     return torch.stack(torch.meshgrid(*axes, indexing="ij"), dim=-1).reshape(math.prod(grid), len(grid))
 

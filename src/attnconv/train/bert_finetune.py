@@ -105,8 +105,7 @@ def finetune_bert(config: FinetuneConfig, pretrained: str | os.PathLike, out_dir
     """
     started = time.perf_counter()
     device = init_distributed(config.device).device
-    identity = {"data": data_identity(root), "from": data_identity(pretrained)}
-    with open_run(out_dir, resume, data=identity, required=_RESUME_KEYS,
+    with open_run(out_dir, resume, data=data_identity(data=root, from_=pretrained), required=_RESUME_KEYS,
                   check=lambda state: resume_precision(state, config_to_dict(config), device)) as run:
         return _finetune(config, pretrained, run, device, task, root, on_step, started)
 

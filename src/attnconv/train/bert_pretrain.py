@@ -126,7 +126,7 @@ def pretrain_bert(config: PretrainConfig, out_dir: str | os.PathLike, *, resume:
     """
     started, load_at_start = time.perf_counter(), load_average()
     device = init_distributed(config.device).device
-    with open_run(out_dir, resume, data=data_identity(root), required=_RESUME_KEYS,
+    with open_run(out_dir, resume, data=data_identity(data=root), required=_RESUME_KEYS,
                   check=lambda state: resume_precision(state, config_to_dict(config), device)) as run:
         return _pretrain(config, run, device, data, root, cache_dir, on_step, started, load_at_start)
 

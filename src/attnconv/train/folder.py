@@ -1,7 +1,7 @@
 """Opening a run folder: every check that can fail before the data loads, and a lock against a second run.
 
 :func:`open_run` checks that ``--out`` is a folder this process can write in, that no other live run holds its lock
-(``.lock``: the id and host of the process writing there; a lock whose process is gone is replaced), that
+(an exclusive ``flock`` on ``.lock``, which names the process; the system drops it when that process dies), that
 ``--resume`` matches what is there, and that the checkpoint loads and matches the config and the data. It then
 removes the temporary files that a killed run left behind. Each refusal is a :class:`RunSetupError`, one line.
 """
@@ -11,12 +11,16 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
-import time
 from pathlib import Path
 from typing import Any, Callable
 
+try:
+    import fcntl
+except ImportError:  # Windows: no flock, so no lock (the rest of the checks still run)
+    fcntl = None
+
 from .checkpoint import load_checkpoint
-from .runs import start_run
+from .runs import CHECKPOINT_NAME, start_run
 
 __all__ = ["LOCK_FILE", "RunFolder", "RunSetupError", "data_identity", "open_run"]
 
@@ -36,20 +40,26 @@ class RunFolder:
         out: the folder.
         checkpoint: ``out/checkpoint.pt``.
         state: the checkpoint to resume from, loaded and checked (``None`` for a new run).
-        data: what identifies the run's data (:func:`data_identity`); saved in every checkpoint as ``"data"``.
+        data: what the run reads (:func:`data_identity`); saved in every checkpoint as ``"data"``.
     """
 
     out: Path
     checkpoint: Path
     state: dict[str, Any] | None
-    data: Any
+    data: dict[str, str | None]
     lock: Path | None = None
+    lock_fd: int | None = None
 
     def close(self) -> None:
-        """Release the lock (if this process holds it)."""
-        if self.lock is not None and _lock_holder(self.lock)[0] == os.getpid():
-            self.lock.unlink(missing_ok=True)
-        self.lock = None
+        """Release the lock: remove ``.lock`` (while still holding it) and close it."""
+        if self.lock_fd is not None:
+            try:
+                if os.stat(self.lock).st_ino == os.fstat(self.lock_fd).st_ino:
+                    self.lock.unlink()
+            except FileNotFoundError:
+                pass
+            os.close(self.lock_fd)
+        self.lock, self.lock_fd = None, None
 
     def __enter__(self) -> "RunFolder":
         return self
@@ -58,10 +68,17 @@ class RunFolder:
         self.close()
 
 
-def data_identity(path: str | os.PathLike | None) -> str | None:
-    """The data a run reads, as saved in its checkpoint: the absolute path given as ``--data``, or ``None`` for the
-    default copy."""
-    return None if path is None else str(Path(path).expanduser().resolve())
+def data_identity(**paths: str | os.PathLike | None) -> dict[str, str | None]:
+    """What a run reads, as saved in its checkpoint: each command-line option (``data="..."`` is ``--data``,
+    ``from_="..."`` is ``--from``) with its absolute path, or ``None`` for the default copy. A run folder given as
+    ``--from`` stands for its checkpoint, so that the folder and its ``checkpoint.pt`` are the same source."""
+    out = {}
+    for option, path in paths.items():
+        resolved = None if path is None else Path(path).expanduser().resolve()
+        if resolved is not None and resolved.is_dir() and option == "from_":
+            resolved = resolved / CHECKPOINT_NAME
+        out["--" + option.rstrip("_")] = None if resolved is None else str(resolved)
+    return out
 
 
 def _lock_holder(lock: Path) -> tuple[int | None, str | None]:
@@ -73,47 +90,44 @@ def _lock_holder(lock: Path) -> tuple[int | None, str | None]:
         return None, None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
+def _in_use(out: Path, lock: Path) -> RunSetupError:
+    pid, host = _lock_holder(lock)
+    where = "" if host == socket.gethostname() else f" on {host}"
+    who = "another run" if pid is None else f"another run (pid {pid}{where})"
+    return RunSetupError(f"{out} is in use by {who}: wait for it to finish, or use another --out")
 
 
-def _take_lock(out: Path) -> Path:
-    """Create ``out/.lock`` holding this process's id; a lock left by a process that is gone is replaced."""
-    lock, host = out / LOCK_FILE, socket.gethostname()
-    for _ in range(3):
+def _take_lock(out: Path) -> tuple[Path, int]:
+    """Hold ``out/.lock``: an exclusive ``flock`` on it for as long as the returned descriptor is open, with this
+    process's id and host written in it for the message a second run gets.
+
+    The operating system releases a ``flock`` when its process dies, however it dies, so a lock file left by a
+    killed run (its pid dead) holds no lock and is simply taken over; there is nothing stale to clean up by hand.
+    """
+    lock = out / LOCK_FILE
+    for _ in range(5):
         try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            pid, where = _lock_holder(lock)
-            if pid is None:  # being written this instant, or left empty by a kill long ago
-                try:
-                    fresh = time.time() - lock.stat().st_mtime < 10.0
-                except FileNotFoundError:
-                    continue
-                if fresh:
-                    raise RunSetupError(f"{out} is in use by another run that is starting (lock {lock}): wait for it, "
-                                        "or use another --out") from None
-            elif where != host:
-                raise RunSetupError(f"{out} is in use by a run on {where} (pid {pid}); if no run is writing there, "
-                                    f"delete {lock}") from None
-            elif _alive(pid):
-                raise RunSetupError(f"{out} is in use by another run (pid {pid}): wait for it to finish, or use "
-                                    "another --out") from None
-            lock.unlink(missing_ok=True)  # stale: the process that held it is gone
-            continue
+            fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
         except OSError as err:
             raise RunSetupError(f"cannot write in {out} ({err.strerror or err}): choose a folder you can write "
                                 "to as --out") from None
-        with os.fdopen(fd, "w") as f:
-            f.write(f"{os.getpid()} {host}\n")
-        return lock
-    raise RunSetupError(f"could not take the lock {lock}: another run keeps replacing it")
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise _in_use(out, lock) from None
+        try:
+            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if not same:  # the run that held it ended and removed the file between our open and our lock: again
+            os.close(fd)
+            continue
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+        return lock, fd
+    raise RunSetupError(f"could not take the lock {lock}: other runs keep taking and releasing it")
 
 
 def _remove_stale_temporaries(out: Path) -> None:
@@ -124,15 +138,15 @@ def _remove_stale_temporaries(out: Path) -> None:
             tmp.unlink(missing_ok=True)
 
 
-def open_run(out: str | os.PathLike, resume: bool, *, data: Any = None, is_main: bool = True,
-             required: tuple[str, ...] = ("config",), check: Callable[[dict[str, Any]], None] | None = None,
-             map_location: Any = "cpu") -> RunFolder:
+def open_run(out: str | os.PathLike, resume: bool, *, data: dict[str, str | None] | None = None,
+             is_main: bool = True, required: tuple[str, ...] = ("config",),
+             check: Callable[[dict[str, Any]], None] | None = None, map_location: Any = "cpu") -> RunFolder:
     """Check a run folder before any data loads, take its lock, and load the checkpoint to resume from.
 
     Args:
         out: the run folder (created if missing).
         resume: continue from ``out/checkpoint.pt``.
-        data: :func:`data_identity` of the run's data; a checkpoint that saved another one is refused.
+        data: :func:`data_identity` of what the run reads; a checkpoint that saved another one is refused.
         is_main: the process that writes files (rank 0): it alone creates the folder and holds the lock.
         required: keys the checkpoint must hold.
         check: called with the loaded checkpoint; a ``ValueError`` it raises (a config that differs) is refused.
@@ -143,7 +157,7 @@ def open_run(out: str | os.PathLike, resume: bool, *, data: Any = None, is_main:
         FileExistsError, FileNotFoundError: as :func:`start_run`.
         ~attnconv.train.checkpoint.CheckpointError: the checkpoint cannot be used.
     """
-    out = Path(out)
+    out, data = Path(out), data or {}
     if out.exists() and not out.is_dir():
         raise RunSetupError(f"--out {out} is a file, not a folder: choose a folder for the run")
     ckpt = start_run(out, resume)
@@ -154,7 +168,7 @@ def open_run(out: str | os.PathLike, resume: bool, *, data: Any = None, is_main:
         except OSError as err:
             raise RunSetupError(f"cannot create the run folder {out} ({err.strerror or err}): choose a folder you "
                                 "can write to as --out") from None
-        folder.lock = _take_lock(out)
+        folder.lock, folder.lock_fd = _take_lock(out)
     try:
         if is_main:
             _remove_stale_temporaries(out)
@@ -162,8 +176,11 @@ def open_run(out: str | os.PathLike, resume: bool, *, data: Any = None, is_main:
             folder.state = load_checkpoint(ckpt, map_location=map_location, required=required)
             saved = folder.state.get("data", data)  # checkpoints written before this was recorded: not checked
             if saved != data:
-                raise RunSetupError(f"cannot resume: {ckpt} was trained on --data {saved or '(the default copy)'}, "
-                                    f"not {data or '(the default copy)'}: pass the same --data, or start a new run")
+                differ = [k for k in sorted(set(saved) | set(data)) if saved.get(k) != data.get(k)]
+                was = ", ".join(f"{k} {saved.get(k) or '(the default copy)'}" for k in differ)
+                now = ", ".join(f"{k} {data.get(k) or '(the default copy)'}" for k in differ)
+                raise RunSetupError(f"cannot resume: {ckpt} was trained on {was}, not {now}: pass the same "
+                                    f"{' and '.join(differ)}, or start a new run")
             if check is not None:
                 try:
                     check(folder.state)

@@ -247,7 +247,7 @@ def train_vision(
                                    ("test_images", config.test_images, 10_000)):
             if n is not None and n > available:
                 raise RunSetupError(f"{what} ({n}) exceeds the {available} images of CIFAR-10")
-    with open_run(out_dir, resume, data=data_identity(data_path), is_main=info.is_main, required=_RESUME_KEYS,
+    with open_run(out_dir, resume, data=data_identity(data=data_path), is_main=info.is_main, required=_RESUME_KEYS,
                   check=lambda state: resume_precision(state, config_to_dict(config), info.device)) as run:
         return _train(config, run, info, data, data_path, on_step, started, load_at_start)
 
