@@ -234,6 +234,7 @@ def train_vision(
     load_at_start = load_average()
     out = Path(out_dir)
     info = init_distributed(config.device)
+    threads_before = torch.get_num_threads()
     threads = set_threads(config.threads, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     ckpt_path = start_run(out, resume)
     if info.device.type == "cuda":
@@ -310,4 +311,5 @@ def train_vision(
              "load_average_at_end": load_average(), "precision": m.precision,
              "bf16_autocast": m.precision["used"] == "bf16", "compiled": config.compile, "threads": threads}))
     barrier(info)
+    torch.set_num_threads(threads_before)  # a caller in the same process gets its own setting back
     return final
