@@ -185,6 +185,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="thread counts of the roofline")
     parser.add_argument("--model-threads", type=int, nargs="+", default=[1], help="thread counts of the models")
     parser.add_argument("--models", nargs="+", default=list(MODEL_NAMES))
+    parser.add_argument("--reference-models", nargs="*", default=["sa-quadratic", "sa-learned"],
+                        help="models also timed with the reference layer code")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed steps per case before the rounds")
     parser.add_argument("--compile", action="store_true", help="also time torch.compile (minutes of compiling)")
     parser.add_argument("--out", default="results/benchmarks/training_roofline")
     args = parser.parse_args()
@@ -199,7 +202,7 @@ def main() -> None:
     for threads in args.model_threads:
         for name in args.models:
             for precision in DTYPES:
-                variants = [False, True] if name.startswith("sa-") else [False]
+                variants = [False, True] if name in args.reference_models else [False]
                 for reference in variants:
                     step, cost = train_case(name, precision, reference)
                     label = f"{name}/{precision}/{threads}" + ("/reference" if reference else "")
@@ -223,12 +226,17 @@ def main() -> None:
 
     for label, (timer, _) in cases.items():
         print("warming", label, flush=True)
-        timer.warm(3 if "compiled" in label else 2)
+        timer.warm(args.warmup + 2 if "compiled" in label else args.warmup)
     for r in range(args.rounds):
         for label, (timer, _) in cases.items():
             timer.once()
         print(f"round {r + 1}/{args.rounds} done, load {os.getloadavg()[0]:.1f}", flush=True)
+        text = report(args, cases, load_before, r + 1)
+    print(text)
 
+
+def report(args, cases, load_before, rounds_done: int) -> str:
+    """Write the record of the rounds done so far (each round rewrites it) and return its Markdown."""
     rows = []
     for label, (timer, info) in cases.items():
         rows.append({"case": label, **info, **timer.medians()})
@@ -255,7 +263,7 @@ def main() -> None:
                     "share_ratio": sa["roofline_share"] / cnn["roofline_share"], "goal": 0.9,
                     "speedup_over_reference": ref["cpu_s"] / sa["cpu_s"] if ref else None}
     record = {"meta": {**machine(), "cpu": cpu_info(), **git_commit(), "load_average_before": load_before,
-                       "load_average_after": list(os.getloadavg()), "batch": BATCH, "rounds": args.rounds,
+                       "load_average_after": list(os.getloadavg()), "batch": BATCH, "rounds": rounds_done,
                        "steps_per_measurement": args.steps, "clock": "process CPU time (wall time also recorded)"},
               "summary": summary, "rows": rows}
     table = []
@@ -276,7 +284,7 @@ def main() -> None:
              for k, v in summary.items()]
     text = write_record(
         args.out, record, title="Training steps against the matrix-multiply roofline (CPU, cpu-quick widths)",
-        note=(f"Batch {BATCH}; medians of {args.rounds} interleaved rounds of {args.steps} steps; img/s, GFLOP/s and "
+        note=(f"Batch {BATCH}; medians of {rounds_done} interleaved rounds of {args.steps} steps; img/s, GFLOP/s and "
               f"the share of the roofline from process CPU time (training FLOPs = 3 x forward). CPU "
               f"{record['meta']['cpu']['model']} ({', '.join(record['meta']['cpu']['simd_flags'])}); load average "
               f"{load_before[0]:.1f} before, {record['meta']['load_average_after'][0]:.1f} after; commit "
@@ -284,7 +292,7 @@ def main() -> None:
         columns=[("case", "{case}"), ("img/s", "{ips}"), ("GFLOP/s", "{gf}"), ("share of roofline", "{share}"),
                  ("CPU ms", "{cpu_ms}"), ("wall ms", "{wall}")],
         rows=table, summary="\n".join(lines))
-    print(text)
+    return text
 
 
 if __name__ == "__main__":

@@ -127,6 +127,22 @@ def test_a_run_writes_its_results(tmp_path):
     assert len(heads) == 1 and len(heads[0]) == 4 and 0 < heads[0][0]["mass"] <= 1
 
 
+def test_the_thread_count_is_set_and_recorded(tmp_path):
+    from attnconv.train.threads import available_cores
+
+    before = torch.get_num_threads()
+    seen = []
+    train_vision(_config(epochs=1, threads=1), tmp_path / "one", data=_tiny_data(),
+                 on_step=lambda step: seen.append(torch.get_num_threads()))
+    prov = json.loads((tmp_path / "one" / "provenance.json").read_text())
+    assert prov["threads"] == {"requested": 1, "used": 1, "available_cores": available_cores()}
+    assert set(seen) == {1} and prov["device"].endswith("1 thread") and prov["config"]["threads"] == 1
+    assert torch.get_num_threads() == before, "the caller's setting comes back"
+    assert TrainConfig().threads is None  # the default: every available core
+    with pytest.raises(ValueError, match="threads"):
+        TrainConfig(threads=0)
+
+
 def test_training_learns_and_resnet_runs(tmp_path):
     data = _tiny_data(128, 64)
     final = train_vision(_config(model="resnet18", epochs=4, lr=0.05, test_images=32), tmp_path / "resnet", data=data)

@@ -260,6 +260,7 @@ def _train(config: TrainConfig, run: RunFolder, info: DistInfo, data: CIFAR10 | 
            load_at_start: Any) -> dict[str, Any]:
     """The body of :func:`train_vision`, in a run folder already checked and locked."""
     out, ckpt_path = run.out, run.checkpoint
+    threads_before = torch.get_num_threads()
     threads = set_threads(config.threads, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     if info.device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
@@ -334,4 +335,5 @@ def _train(config: TrainConfig, run: RunFolder, info: DistInfo, data: CIFAR10 | 
              "load_average_at_end": load_average(), "precision": m.precision,
              "bf16_autocast": m.precision["used"] == "bf16", "compiled": config.compile, "threads": threads}))
     barrier(info)
+    torch.set_num_threads(threads_before)  # a caller in the same process gets its own setting back
     return final
