@@ -22,8 +22,8 @@ def browser():
 class Loaded:
     """A page holding one explorable, with every request it made (the page's own file excepted)."""
 
-    def __init__(self, context, page, requests: list[str]) -> None:
-        self.context, self.page, self.requests = context, page, requests
+    def __init__(self, context, page, requests: list[str], errors: list[str]) -> None:
+        self.context, self.page, self.requests, self.errors = context, page, requests, errors
 
     def compute(self, ident: str, inputs: dict) -> dict:
         return self.page.evaluate("([id, x]) => window.attnconvExplorables[id].compute(x)", [ident, inputs])
@@ -45,9 +45,10 @@ def open_page(browser, html: str, tmp_path: Path, width: int, touch: bool = Fals
     page.route("**/*", lambda r: r.continue_() if r.request.url == own else r.abort())
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
     page.goto(own, wait_until="load")
     assert not errors, f"script errors: {errors}"
-    return Loaded(context, page, requests)
+    return Loaded(context, page, requests, errors)
 
 
 LAYOUT_JS = """(root) => {
@@ -61,15 +62,19 @@ LAYOUT_JS = """(root) => {
     const size = parseFloat(getComputedStyle(el).fontSize);
     if (own && size < 10) out.small.push([el.tagName, el.textContent.slice(0, 30), size]);
   }
+  out.crosshair = Array.from(box.querySelectorAll('canvas')).filter(c => getComputedStyle(c).cursor === 'crosshair'
+    && !c.classList.contains('av-clickable')).map(c => c.className);
   return out;
 }"""
 
 
 def check_layout(loaded: Loaded, selector: str, width: int) -> None:
     """The explorable fits ``width`` (nothing sticks out, the page does not scroll sideways); text is >= 10 px."""
+    assert not loaded.errors, f"script errors: {loaded.errors}"
     got = loaded.page.evaluate(LAYOUT_JS, selector)
     assert got["right"] <= width + 0.5 and got["page"] <= width, f"wider than {width} px: {got}"
     assert not got["small"], f"labels under 10 px: {got['small']}"
+    assert not got["crosshair"], f"canvases that show a crosshair but do nothing when tapped: {got['crosshair']}"
 
 
 def touch_drag(page, points: list[tuple[float, float]]) -> None:

@@ -52,15 +52,15 @@
   var headButtons = "", small = "";
   for (var h = 0; h < NH; h++) {
     headButtons += '<button type="button" data-head="' + h + '">head ' + (h + 1) + "</button>";
-    small += '<div class="ax-panel"><canvas class="ax-small" style="width: 72px; height: 72px"></canvas><div class="ax-caption">head ' + (h + 1) + "</div></div>";
+    small += '<div class="ax-panel"><canvas class="ax-small av-clickable" style="width: 72px; height: 72px"></canvas><div class="ax-caption">head ' + (h + 1) + "</div></div>";
   }
   body.innerHTML =
     '<div class="ax-controls"><label>image <select class="ax-image">' + opts + "</select></label>" + headButtons + "</div>" +
     '<div class="ax-controls"><label>temperature τ <input type="range" class="ax-temp" min="-1" max="1" step="0.01" value="0" aria-label="temperature"></label>' +
     '<span class="ax-temp-value ax-number"></span><label><input type="checkbox" class="ax-log"> log colour scale</label></div>' +
-    '<div class="ax-row"><div class="ax-panel"><canvas class="ax-input" style="width: 160px; height: 160px"></canvas><div class="ax-caption">tap a pixel: the query</div></div>' +
-    '<div class="ax-panel"><canvas class="ax-map" style="width: 160px; height: 160px"></canvas><div class="ax-caption ax-map-label"></div></div>' +
-    '<div class="ax-panel"><canvas class="ax-overlay" style="width: 160px; height: 160px"></canvas><div class="ax-caption">the image, lit by the attention</div></div></div>' +
+    '<div class="ax-row"><div class="ax-panel"><canvas class="ax-input av-clickable" style="width: 160px; height: 160px"></canvas><div class="ax-caption">tap a pixel: the query</div></div>' +
+    '<div class="ax-panel"><canvas class="ax-map av-clickable" style="width: 160px; height: 160px"></canvas><div class="ax-caption ax-map-label"></div></div>' +
+    '<div class="ax-panel"><canvas class="ax-overlay av-clickable" style="width: 160px; height: 160px"></canvas><div class="ax-caption">the image, lit by the attention</div></div></div>' +
     '<div class="ax-scale"><span class="ax-lo"></span><canvas class="ax-bar" width="64" height="1"></canvas><span class="ax-hi"></span></div>' +
     '<div class="ax-number ax-summary"></div><div class="ax-row">' + small + "</div>";
   var q = function (s) { return root.querySelector(s); }, qa = function (s) { return N.toArray(root.querySelectorAll(s)); };

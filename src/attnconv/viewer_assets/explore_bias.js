@@ -28,7 +28,7 @@
   var labels = words.map(function (w) { return '<div style="height: ' + CELL + 'px; line-height: ' + CELL + 'px">' + w + "</div>"; }).join("");
   var chart = function (cls, title) {
     return '<div class="ax-panel" style="text-align: left"><div class="ax-caption" style="max-width: none">' + title + '</div><canvas class="' + cls +
-      '" width="' + (n * CELL * 2) + '" height="160" style="width: ' + (n * CELL) + 'px; height: 80px; cursor: default"></canvas></div>';
+      '" width="' + (n * CELL * 2) + '" height="160" style="width: ' + (n * CELL) + 'px; height: 80px"></canvas></div>';
   };
   body.innerHTML =
     '<div class="ax-controls">' + ks + '<button type="button" class="ax-flat">flat kernel</button></div>' +
@@ -37,7 +37,7 @@
     '<div class="ax-number ax-mass"></div></div>' +
     '<div class="ax-row"><div class="ax-panel" style="text-align: left"><div class="ax-caption" style="max-width: none">attention softmax_j b(j − i): query i (rows), key j (columns)</div>' +
     '<div style="display: flex"><div class="ax-tokens" style="text-align: right; padding-right: 4px; white-space: nowrap">' + labels + "</div>" +
-    '<canvas class="ax-matrix" style="width: ' + n * CELL + "px; height: " + n * CELL + 'px; cursor: default"></canvas></div></div></div>' +
+    '<canvas class="ax-matrix" style="width: ' + n * CELL + "px; height: " + n * CELL + 'px"></canvas></div></div></div>' +
     '<div class="ax-row">' + chart("ax-ones", "on a sequence of ones") + chart("ax-len", "on the words' lengths (scaled to 1)") + "</div>" +
     '<div class="ax-caption" style="max-width: none"><span style="color: #1f5fa8">■ attention = renormalised lightconv</span> &nbsp; ' +
     '<span style="color: #d95f02">■ zero-padded lightconv</span> &nbsp; <span style="color: #888">■ input</span></div>';

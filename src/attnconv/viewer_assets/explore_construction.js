@@ -40,10 +40,10 @@
   var presets = spec.presets.map(function (p, i) { return '<button type="button" data-preset="' + i + '">' + p.name + "</button>"; }).join("");
   var cells = ""; for (var t = 0; t < K * K; t++) cells += '<input type="number" step="0.25" aria-label="kernel weight ' + t + '">';
   var heads = ""; for (t = 0; t < K * K; t++)
-    heads += '<div class="ax-panel"><canvas class="ax-head" width="' + WIN + '" height="' + WIN + '" style="width: 84px; height: 84px"></canvas>' +
+    heads += '<div class="ax-panel"><canvas class="ax-head av-clickable" width="' + WIN + '" height="' + WIN + '" style="width: 84px; height: 84px"></canvas>' +
              '<div class="ax-caption ax-head-label"></div></div>';
   var panel = function (cls, label) {
-    return '<div class="ax-panel"><canvas class="' + cls + '" style="width: 150px; height: 150px"></canvas><div class="ax-caption">' + label + "</div></div>";
+    return '<div class="ax-panel"><canvas class="' + cls + (cls === "ax-input" ? " av-clickable" : "") + '" style="width: 150px; height: 150px"></canvas><div class="ax-caption">' + label + "</div></div>";
   };
   body.innerHTML =
     '<div class="ax-controls"><label>image <select class="ax-image">' + opts + "</select></label>" +

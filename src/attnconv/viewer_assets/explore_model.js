@@ -59,14 +59,14 @@
   var layers = "";
   for (var l = 0; l < cfg.depth; l++) {
     var heads = "";
-    for (var h = 0; h < cfg.num_heads; h++) heads += '<canvas class="ax-att" data-l="' + l + '" style="width: 38px; height: 38px; cursor: default"></canvas>';
+    for (var h = 0; h < cfg.num_heads; h++) heads += '<canvas class="ax-att" data-l="' + l + '" style="width: 38px; height: 38px"></canvas>';
     layers += '<div class="ax-caption" style="max-width: none">layer ' + (l + 1) + '</div><div class="ax-panel" style="display: flex; flex-wrap: wrap; gap: 3px">' + heads + "</div>";
   }
   body.innerHTML =
     '<div class="ax-caption" style="max-width: none">pick a test image, or draw on the image with a colour</div>' +
     '<div class="ax-controls">' + thumbs + "</div>" +
     '<div class="ax-controls">' + palette + '<button type="button" class="ax-draw">draw</button><button type="button" class="ax-clear">clear</button></div>' +
-    '<div class="ax-row"><div class="ax-panel"><canvas class="ax-input" style="width: 160px; height: 160px"></canvas>' +
+    '<div class="ax-row"><div class="ax-panel"><canvas class="ax-input av-clickable" style="width: 160px; height: 160px"></canvas>' +
     '<div class="ax-caption ax-mode"></div></div><div><div class="ax-number ax-pred"></div><div class="ax-classes"></div></div></div>' +
     '<div class="ax-caption" style="max-width: none">each layer\'s heads: attention of the query token (red square), 16×16 tokens, each from 0 to its peak</div>' + layers;
   var q = function (s) { return root.querySelector(s); }, qa = function (s) { return N.toArray(root.querySelectorAll(s)); };
