@@ -188,3 +188,28 @@ def test_threads_resolve_and_are_set():
         assert record == {"requested": 1, "used": 1, "available_cores": cores} and torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_training_roofline_record_derives_its_shares_from_its_timings():
+    import json
+    from pathlib import Path
+
+    record = json.loads((Path(__file__).resolve().parents[1] / "results" / "benchmarks" /
+                         "training_roofline.json").read_text())
+    meta, rows = record["meta"], {r["case"]: r for r in record["rows"]}
+    assert meta["cpu"]["model"] and meta["commit"] and len(meta["load_average_before"]) == 3
+    for precision in ("fp32", "bf16"):
+        gemm = rows[f"gemm/{precision}/1"]
+        roof = gemm["flops"] / gemm["cpu_s"] / 1e9
+        share = {}
+        for model in ("resnet18", "sa-quadratic"):
+            r = rows[f"{model}/{precision}/1"]
+            assert r["flops"] == 3 * r["cost"]["flops"] * record["meta"]["batch"]  # training = 3 x forward
+            share[model] = r["flops"] / r["cpu_s"] / 1e9 / roof
+            assert math.isclose(r["roofline_share"], share[model], rel_tol=1e-9)
+        summary = record["summary"][f"{precision}/1"]
+        assert math.isclose(summary["share_ratio"], share["sa-quadratic"] / share["resnet18"], rel_tol=1e-9)
+        ref = rows[f"sa-quadratic/{precision}/1/reference"]
+        assert ref["cost"] == rows[f"sa-quadratic/{precision}/1"]["cost"]  # the same model, the same FLOPs
+        assert math.isclose(summary["speedup_over_reference"],
+                            ref["cpu_s"] / rows[f"sa-quadratic/{precision}/1"]["cpu_s"], rel_tol=1e-9)
