@@ -115,7 +115,7 @@ def test_a_gradescope_run_that_fails_still_writes_results_with_the_reason(tmp_pa
     assert json.loads((root / "results" / "results.json").read_text())["score"] == 0
 
 
-def test_stub_notebook_helper_writes_a_valid_notebook(tmp_path):
+def test_the_toy_stub_notebook_is_a_valid_notebook(tmp_path):
     nb = read_notebook(write(tmp_path / "s.ipynb", *stub_cells()))
     assert [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells][1:4] == \
         ["ex-toy-answer", "ex-toy-square", "ex-toy-sym"]

@@ -88,6 +88,7 @@ def kill_tree(keep: set[int]) -> int:
     """SIGKILL every live descendant of this process not in ``keep`` and reap it; returns how many were killed
     (finished processes that were not reaped yet are reaped and not counted)."""
     killed = 0
+    time.sleep(0.5)  # processes that are already dying (the sandbox's, after its first process) finish first
     for _ in range(3):  # a process may fork while its parent is being killed
         found = [p for p in descendants(os.getpid()) if p not in keep]
         for pid in found:
@@ -286,6 +287,7 @@ def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonc
         if process is not None:
             try:
                 os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
+                process.wait(timeout=10)
+            except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
                 pass
     return run
