@@ -21,6 +21,7 @@ from torch import nn
 
 from attnconv import bounds, tokens
 from attnconv.analysis import head_shift, layer_shifts
+from attnconv.attention import MultiHeadSelfAttention
 from attnconv.construct.image import conv_to_mhsa
 from attnconv.data import load_cifar10
 from attnconv.data.corpus import read_documents
@@ -65,6 +66,8 @@ case("dynamic-mask-list", "key_padding_mask", lambda: DynamicConv1d(8, 2, 3)(x(2
 case("check_padding_mask-list", "key_padding_mask", lambda: check_padding_mask(MASK_LIST, x(2, 5, 8)))
 case("gpsa-mask-list", "key_padding_mask",
      lambda: GatedPositionalSelfAttention(8, 4)(x(2, 3, 3, 8), key_padding_mask=[[[False] * 3] * 3] * 2))
+case("mhsa-mask-list", "key_padding_mask",
+     lambda: MultiHeadSelfAttention(8, 2)(x(2, 5, 8), key_padding_mask=MASK_LIST))
 case("bucket-offsets-list", "offsets", lambda: relative_position_bucket([0, 1, 2], 8, 16))
 case("layer_shifts-probs-list", "probs", lambda: layer_shifts([[[1.0]]], (1,)))
 

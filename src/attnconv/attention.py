@@ -263,6 +263,9 @@ class MultiHeadSelfAttention(nn.Module):
 
     def padding_bias(self, key_padding_mask: Tensor, x_shape: torch.Size, dtype: torch.dtype) -> Tensor:
         """Check a boolean key padding mask and turn it into an additive ``(B, 1, 1, N)`` bias."""
+        if not isinstance(key_padding_mask, Tensor):
+            raise TypeError(f"key_padding_mask must be a bool torch.Tensor (True = padding) or None, got "
+                            f"{type(key_padding_mask).__name__}: use torch.as_tensor(mask, dtype=torch.bool)")
         if key_padding_mask.dtype != torch.bool:
             raise ValueError(f"key_padding_mask must be a bool tensor (True = padding), got {key_padding_mask.dtype}")
         if tuple(key_padding_mask.shape) != tuple(x_shape[:-1]):
