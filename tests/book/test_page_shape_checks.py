@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from .reader_checks import (EQUATION_SCROLL_JS, FIGURE_FIT_JS, FIGURE_WORDS_JS, STALE_MARKS_JS, STRUCTURE_JS,
-                            png_texts, raw_subscripts, visible_defs)
+from .shape_checks import (EQUATION_SCROLL_JS, FIGURE_FIT_JS, FIGURE_WORDS_JS, STALE_MARKS_JS, STRUCTURE_JS,
+                            png_texts, raw_subscripts, tap_solution_links, visible_defs)
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "book" / "js"
@@ -173,28 +173,6 @@ def _solution_page(page, with_book_js: bool) -> None:
         page.add_script_tag(content=(STATIC / "book.js").read_text())
 
 
-def tap_solution_links(page) -> list[str]:
-    """Tap the link in each solution's title: it must open the solution, stay on the page and throw nothing."""
-    problems = []
-    titles = page.locator(".admonition.dropdown > .admonition-title:has(a)")
-    for i in range(titles.count()):
-        box = titles.nth(i).locator("xpath=..")
-        link = titles.nth(i).locator("a").first
-        link.scroll_into_view_if_needed()
-        where = page.evaluate("() => [location.hash, Math.round(window.scrollY)]")
-        link.click()
-        page.wait_for_timeout(100)
-        after = page.evaluate("() => [location.hash, Math.round(window.scrollY)]")
-        label = link.inner_text().strip()
-        if "toggle-hidden" in (box.get_attribute("class") or ""):
-            problems.append(f"tapping {label!r} in a solution title did not open the solution")
-        if after[0] != where[0] or abs(after[1] - where[1]) > 300:
-            problems.append(f"tapping {label!r} in a solution title jumped away ({where} -> {after})")
-        link.click()  # and fold it again
-        page.wait_for_timeout(50)
-    return problems
-
-
 def test_solution_link_check_catches_the_togglebutton_error(browser):
     context, page, errors = _page(browser, 400)
     _solution_page(page, with_book_js=False)
@@ -224,6 +202,25 @@ def test_stale_mark_check_catches_shadows_left_after_a_resize(browser):
     page.wait_for_timeout(300)
     assert page.evaluate(STALE_MARKS_JS) == [], "book.js takes its marks back when the formula fits again"
     assert page.evaluate("() => document.querySelector('mjx-container').hasAttribute('tabindex')") is False
+    assert not errors, errors
+    context.close()
+
+
+def test_stale_mark_check_catches_a_display_equation_marked_before_it_was_typeset(browser):
+    """Before MathJax runs, a long display equation is raw TeX in its div, and book.js marks the div; once MathJax's
+    container stands in the div and fits, no mark may stay on the div (it drew a shadow over the last glyph)."""
+    raw = '<div class="math" style="overflow-x:auto;white-space:nowrap">' + r"\[ x + " * 60 + "\\]</div>"
+    typeset = ('<mjx-container class="MathJax" display="true" style="display:block;overflow-x:auto">'
+               '<mjx-math style="display:inline-block;width:200px">x</mjx-math></mjx-container>')
+    context, page, errors = _page(browser, 400)
+    _with_book_js(page, raw)
+    page.wait_for_timeout(200)
+    assert page.evaluate("() => document.querySelector('div.math').classList.contains('math-scrolls')")
+    page.evaluate(f"() => {{ document.querySelector('div.math').innerHTML = {typeset!r}; }}")  # MathJax has typeset
+    assert len(page.evaluate(STALE_MARKS_JS)) == 1, "the check sees the mark left on the div"
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.wait_for_timeout(300)
+    assert page.evaluate(STALE_MARKS_JS) == [], "book.js takes the div's marks back once MathJax's container is in it"
     assert not errors, errors
     context.close()
 
