@@ -76,7 +76,13 @@
   }
 
   function markAllEquations() {
-    document.querySelectorAll("div.math").forEach((box) => markOverflow(scrollerOf(box)));
+    document.querySelectorAll("div.math").forEach((box) => {
+      const scroller = scrollerOf(box);
+      // Marked before MathJax typeset it, the div itself would keep its marks once MathJax's container scrolls in
+      // its place: its edge shadow then lies over the formula's last glyph, on every window size.
+      if (scroller !== box) unmark(box);
+      markOverflow(scroller);
+    });
     document.querySelectorAll("mjx-container:not([display='true'])").forEach(markInline);
     // Code listings keep their lines and scroll; the same edge shadow says that a line goes on.
     document.querySelectorAll("div.highlight > pre").forEach(markOverflow);

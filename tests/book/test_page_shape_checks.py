@@ -206,6 +206,25 @@ def test_stale_mark_check_catches_shadows_left_after_a_resize(browser):
     context.close()
 
 
+def test_stale_mark_check_catches_a_display_equation_marked_before_it_was_typeset(browser):
+    """Before MathJax runs, a long display equation is raw TeX in its div, and book.js marks the div; once MathJax's
+    container stands in the div and fits, no mark may stay on the div (it drew a shadow over the last glyph)."""
+    raw = '<div class="math" style="overflow-x:auto;white-space:nowrap">' + r"\[ x + " * 60 + "\\]</div>"
+    typeset = ('<mjx-container class="MathJax" display="true" style="display:block;overflow-x:auto">'
+               '<mjx-math style="display:inline-block;width:200px">x</mjx-math></mjx-container>')
+    context, page, errors = _page(browser, 400)
+    _with_book_js(page, raw)
+    page.wait_for_timeout(200)
+    assert page.evaluate("() => document.querySelector('div.math').classList.contains('math-scrolls')")
+    page.evaluate(f"() => {{ document.querySelector('div.math').innerHTML = {typeset!r}; }}")  # MathJax has typeset
+    assert len(page.evaluate(STALE_MARKS_JS)) == 1, "the check sees the mark left on the div"
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.wait_for_timeout(300)
+    assert page.evaluate(STALE_MARKS_JS) == [], "book.js takes the div's marks back once MathJax's container is in it"
+    assert not errors, errors
+    context.close()
+
+
 def test_structure_check_counts_visible_words_first_figure_and_visible_code(browser):
     img = f'<img src="{_uri(_png(4, 12))}">'
     cell = ('<div class="cell"><div class="cell_input"><pre>def shift(x, d):\n    return x.roll(d)\n\n'
