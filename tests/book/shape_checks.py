@@ -30,7 +30,7 @@ FIGURE_FIT_JS = r"""() => {
   document.querySelectorAll('article img').forEach(img => {
     if (img.closest('.attnconv-viewer')) return;
     const r = img.getBoundingClientRect();
-    if (r.width === 0 || r.height === 0) return;
+    if (r.width === 0 || r.height === 0 || !img.checkVisibility()) return;  // folded figures are not in view
     for (let a = img.parentElement; a && a.tagName !== 'ARTICLE'; a = a.parentElement) {
       const st = getComputedStyle(a);
       if (['auto', 'scroll'].includes(st.overflowX) && a.scrollWidth > a.clientWidth + 1) {
@@ -44,11 +44,13 @@ FIGURE_FIT_JS = r"""() => {
 }"""
 
 # A display equation wider than its column is broken into lines (aligned, split, multline) instead of scrolling.
-# One that cannot be broken (a single wide matrix) says so with the class "unbreakable" ({math} :class:).
+# One that cannot be broken (a single wide matrix) says so with the class "unbreakable" ({math} :class:). Folded
+# content is not judged: inside a closed <details> a box can keep its size (content-visibility), so each check asks
+# checkVisibility() as well.
 EQUATION_SCROLL_JS = r"""() => Array.from(document.querySelectorAll('article div.math'))
   .filter(b => !b.classList.contains('unbreakable'))
   .map(b => [b, b.querySelector(':scope > mjx-container') || b])
-  .filter(([b, c]) => c.getBoundingClientRect().width > 0 && c.scrollWidth > c.clientWidth + 1)
+  .filter(([b, c]) => c.checkVisibility() && c.getBoundingClientRect().width > 0 && c.scrollWidth > c.clientWidth + 1)
   .map(([b, c]) => { const box = b.closest('.proof, .admonition, section');
     const t = box && box.querySelector('.admonition-title, h1, h2, h3');
     return `an equation in "${t ? t.innerText.trim().slice(0, 50) : '?'}" scrolls: ${c.clientWidth} of `
@@ -121,7 +123,7 @@ STRUCTURE_JS = r"""(firstScreen) => {
   const top = (el) => el.getBoundingClientRect().top + window.scrollY;
   const first = Array.from(article.querySelectorAll('figure')).filter(f => f.querySelector('figcaption .caption-number'))
     .map(f => { const m = f.querySelector('img, canvas, svg, .attnconv-viewer'); if (!m) return null;
-      const r = m.getBoundingClientRect(); if (r.width === 0 || r.height === 0) return null;
+      const r = m.getBoundingClientRect(); if (r.width === 0 || r.height === 0 || !m.checkVisibility()) return null;
       return {name: f.querySelector('.caption-number').innerText.trim(), top: Math.round(top(m)),
               height: Math.round(r.height)}; })
     .filter(x => x && x.top < firstScreen && x.top + Math.min(200, x.height) <= firstScreen);
@@ -161,7 +163,7 @@ def visible_defs(sources: list[str], max_lines: int = MAX_DEF_LINES) -> list[str
 # window, a formula that fits again must lose its marks.
 STALE_MARKS_JS = r"""() => Array.from(document.querySelectorAll(
     'article .math-scrolls, article .math-more-right, article .math-more-left'))
-  .filter(b => b.getBoundingClientRect().width > 0 && b.scrollWidth <= b.clientWidth + 1)
+  .filter(b => b.checkVisibility() && b.getBoundingClientRect().width > 0 && b.scrollWidth <= b.clientWidth + 1)
   .map(b => `"${b.textContent.trim().slice(0, 40)}" keeps a scroll cue (${b.className.trim()}) but fits its box`)"""
 
 

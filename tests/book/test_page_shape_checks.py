@@ -129,6 +129,10 @@ def test_equation_check_catches_a_display_equation_that_scrolls(browser):
     assert page.evaluate(EQUATION_SCROLL_JS) == []
     _with_book_js(page, eq(wide, "math unbreakable"), script=False)
     assert page.evaluate(EQUATION_SCROLL_JS) == [], "an equation marked unbreakable may scroll"
+    _with_book_js(page, f"<details><summary>Show the proof</summary>{eq(wide)}</details>", script=False)
+    assert page.evaluate(EQUATION_SCROLL_JS) == [], "a folded equation is not in view"
+    page.evaluate("() => { document.querySelector('details').open = true; }")
+    assert len(page.evaluate(EQUATION_SCROLL_JS)) == 1, "unfolded, it is"
     context.close()
 
 
