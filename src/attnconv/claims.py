@@ -246,7 +246,7 @@ CLAIMS: tuple[Claim, ...] = (
           f"{CH05}#thm-shaw",
           ("tests/test_construct_sequence.py::test_shaw_attention_is_a_dynamic_conv",
            "tests/test_construct_sequence.py::test_every_dynamic_conv_is_shaw_attention")),
-    Claim("shaw-rank", "the Shaw kernel predictor W^D = W^Q A^T/√D_h has rank ≤ D_h", "thm-shaw",
+    Claim("shaw-rank", "the Shaw kernel predictor W^D = W_qry (R^a)^T/√D_h has rank ≤ D_h", "thm-shaw",
           partial(seq.dynamic_kernel_rank, embed_dim=3, head_dim=2, max_distance=1),
           (("rank ≤ 1 claimed for D_h = 2", partial(seq.dynamic_kernel_rank, embed_dim=3, head_dim=2, max_distance=1,
                                                     claimed_rank=1)),

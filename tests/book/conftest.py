@@ -58,3 +58,11 @@ def browser():
         b = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="session")
+def visits(browser, site):
+    """Every (page, width) of the built book opened once per session and read by every check (``visit.py``)."""
+    from .visit import Visits
+
+    return Visits(browser, site, HTML, HTML.parent / "screens")

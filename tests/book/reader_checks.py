@@ -12,7 +12,8 @@ and runs all of them on every page of the built book.
 - viewers whose content starts left of their box (or of the scroller it sits in), where no scrolling reaches,
   or is cut off by a box that does not scroll, and viewers whose maps overlap one another;
 - crosshair cursors on maps that do nothing when clicked, and more than one search field in view;
-- stand-in data under prose that says the page shows real data.
+- stand-in data under prose that says the page shows real data;
+- viewers whose controls leave their image unchanged, or whose map ignores a click (:func:`viewer_problems`).
 """
 
 from __future__ import annotations
@@ -227,149 +228,45 @@ def stand_in_claims(page_html: str, pieces) -> list[str]:
             if REAL_CLAIM.search(s) and not CONDITIONAL.search(s)]
 
 
-# ---- on a phone: figures whole, equations broken into lines ----
+# ---- viewers that respond ----
 
-# A figure shows whole: no image of the article (outside the viewers, which lay out their own panels) sits in a
-# box that scrolls sideways, or runs past the window's right edge.
-FIGURE_FIT_JS = r"""() => {
-  const out = [], vw = document.documentElement.clientWidth;
-  const name = (img) => { const f = img.closest('figure'), n = f && f.querySelector('.caption-number');
-    return n ? n.innerText.trim() : (img.getAttribute('src') || '').slice(-40); };
-  document.querySelectorAll('article img').forEach(img => {
-    if (img.closest('.attnconv-viewer')) return;
-    const r = img.getBoundingClientRect();
-    if (r.width === 0 || r.height === 0) return;
-    for (let a = img.parentElement; a && a.tagName !== 'ARTICLE'; a = a.parentElement) {
-      const st = getComputedStyle(a);
-      if (['auto', 'scroll'].includes(st.overflowX) && a.scrollWidth > a.clientWidth + 1) {
-        out.push(`${name(img)} scrolls sideways: ${a.clientWidth} of its ${a.scrollWidth} px in view`);
-        return;
-      }
-    }
-    if (r.right > vw + 1) out.push(`${name(img)} runs ${Math.round(r.right - vw)} px past the window`);
-  });
-  return out;
-}"""
-
-# A display equation wider than its column is broken into lines (aligned, split, multline) instead of scrolling.
-# One that cannot be broken (a single wide matrix) says so with the class "unbreakable" ({math} :class:).
-EQUATION_SCROLL_JS = r"""() => Array.from(document.querySelectorAll('article div.math'))
-  .filter(b => !b.classList.contains('unbreakable'))
-  .map(b => [b, b.querySelector(':scope > mjx-container') || b])
-  .filter(([b, c]) => c.getBoundingClientRect().width > 0 && c.scrollWidth > c.clientWidth + 1)
-  .map(([b, c]) => { const box = b.closest('.proof, .admonition, section');
-    const t = box && box.querySelector('.admonition-title, h1, h2, h3');
-    return `an equation in "${t ? t.innerText.trim().slice(0, 50) : '?'}" scrolls: ${c.clientWidth} of `
-      + `${c.scrollWidth} px in view ("${c.textContent.trim().slice(0, 40)}")`; })"""
+# The viewer's image: the frame's data URI, or every canvas's pixels.
+_SIGNATURE_JS = """root => Array.from(root.querySelectorAll('img.av-frame, canvas.av-map'))
+  .map(e => e.tagName === 'IMG' ? e.src : e.toDataURL()).join('|')"""
+# Move one control to another value the way a reader's drag or pick ends: set it, then fire input and change.
+_MOVE_JS = """el => {
+  if (el.tagName === 'SELECT') { el.selectedIndex = (el.selectedIndex + 1) % el.options.length; }
+  else { el.value = String(Number(el.value) === Number(el.max) ? el.min : el.max); }
+  el.dispatchEvent(new Event('input', {bubbles: true}));
+  el.dispatchEvent(new Event('change', {bubbles: true}));
+  return el.value; }"""
+_VALUES_JS = "root => Array.from(root.querySelectorAll('.av-control')).map(e => e.value)"
 
 
-# ---- maths written as raw names ----
-
-# "softmax_j(b_(j−i))", "W_h", "X_j W_{Δ}": a letter, an underscore and a subscript, outside maths and code.
-RAW_SUBSCRIPT = re.compile(r"(?<![\w/.-])[A-Za-zα-ωΑ-Ωβδκ‖]+_(?:[A-Za-z0-9α-ωΔ]|\(|\{)")
-_INLINE_TEX = re.compile(r"\$[^$]*\$")
-
-
-def raw_subscripts(texts: list[str]) -> list[str]:
-    """Each text that writes a subscript with a raw underscore where maths was meant. Matplotlib's maths
-    (``$b_{j-i}$``) is typeset, so it is skipped; so are file names and dotted names (``relative_attention.json``,
-    ``attnconv.max_distance``), which are code, not maths."""
-    out = []
-    for text in texts:
-        bare = _INLINE_TEX.sub(" ", text)
-        words = [w for w in re.split(r"\s+", bare) if not re.search(r"\.\w+$|^\w+\.\w", w.strip("(),:;"))]
-        if any(RAW_SUBSCRIPT.search(w) for w in words):
-            out.append(text.strip()[:80])
-    return out
-
-
-TEXTS_KEY = "attnconv-texts"
-
-
-def png_texts(png: bytes) -> list[str]:
-    """The texts a figure's PNG declares (``attnconv.figures.legibility``), empty when it declares none."""
-    import json
-
-    value = Image.open(io.BytesIO(png)).text.get(TEXTS_KEY)
-    return [] if value is None else list(json.loads(value))
-
-
-# Each figure's caption (outside its maths and code) and its images' alt text.
-FIGURE_WORDS_JS = r"""() => Array.from(document.querySelectorAll('article figure')).map(f => {
-  const cap = f.querySelector('figcaption'), c = cap ? cap.cloneNode(true) : null;
-  if (c) c.querySelectorAll('mjx-container, code, .math, script').forEach(e => e.remove());
-  const n = f.querySelector('.caption-number');
-  return {name: n ? n.innerText.trim() : '?', caption: c ? c.textContent : '',
-          alts: Array.from(f.querySelectorAll('img')).map(i => i.getAttribute('alt') || '')
-            .filter(a => a && !/^(figure for the chosen setting|input)$/.test(a)),
-          srcs: Array.from(f.querySelectorAll('img')).map(i => i.currentSrc || i.src)}; })"""
-
-
-# ---- the shape of a chapter: what a reader meets ----
-
-MAX_VISIBLE_WORDS = 4000
-FIRST_SCREEN_PX = 1000
-MAX_DEF_LINES = 20
-
-# The words a reader sees without unfolding anything: the article's rendered text (innerText leaves out closed
-# <details>, folded dropdowns and anything hidden) without code listings, cell outputs and maths. The first screen
-# at 1400 px: a figure with a numbered caption whose image starts in the first 1,000 px, with at least 200 px of
-# it (or all of it, if shorter) above that line. Visible code cells: their source, when not folded.
-STRUCTURE_JS = r"""(firstScreen) => {
-  const article = document.querySelector('article');
-  const skip = 'div.cell_input, div.highlight, div.cell_output, div.output, mjx-container, .math, script, style, '
-    + 'nav, .headerlink, button';
-  let words = 0;
-  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
-  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-    const el = n.parentElement;
-    if (!el || el.closest(skip)) continue;
-    if (!el.checkVisibility({visibilityProperty: true, opacityProperty: false})) continue;
-    const found = n.textContent.match(/[\p{L}\p{N}][\p{L}\p{N}'’.,\-]*/gu);
-    if (found) words += found.length;
-  }
-  const top = (el) => el.getBoundingClientRect().top + window.scrollY;
-  const first = Array.from(article.querySelectorAll('figure')).filter(f => f.querySelector('figcaption .caption-number'))
-    .map(f => { const m = f.querySelector('img, canvas, svg, .attnconv-viewer'); if (!m) return null;
-      const r = m.getBoundingClientRect(); if (r.width === 0 || r.height === 0) return null;
-      return {name: f.querySelector('.caption-number').innerText.trim(), top: Math.round(top(m)),
-              height: Math.round(r.height)}; })
-    .filter(x => x && x.top < firstScreen && x.top + Math.min(200, x.height) <= firstScreen);
-  const code = Array.from(article.querySelectorAll('div.cell div.cell_input'))
-    .filter(c => c.checkVisibility() && !c.closest('details:not([open])'))
-    .map(c => (c.querySelector('pre') || c).innerText);
-  return {words, first, code};
-}"""
-
-
-def visible_defs(sources: list[str], max_lines: int = MAX_DEF_LINES) -> list[str]:
-    """The names of the functions defined in visible code cells whose ``def`` (signature, docstring and body, with
-    blank lines) is at most ``max_lines`` lines, defined in a cell that also asserts or checks something, or
-    followed by one that does (``assert``, ``assert_close``, ``verify``)."""
-    checks = re.compile(r"\bassert\b|assert_close|\bverify\(")
-    found = []
-    for i, src in enumerate(sources):
-        lines = src.splitlines()
-        for at, line in enumerate(lines):
-            m = re.match(r"(\s*)def (\w+)\(", line)
-            if not m:
-                continue
-            end = at + 1
-            while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip())
-                                        > len(m.group(1))):
-                end += 1
-            while end > at + 1 and not lines[end - 1].strip():
-                end -= 1
-            rest = "\n".join(lines[end:])
-            later = sources[i + 1] if i + 1 < len(sources) else ""
-            if end - at <= max_lines and (checks.search(rest) or checks.search(later)):
-                found.append(m.group(2))
-    return found
-
-
-# A scroll cue (book.js's edge shadow and dashed rule) on a box that no longer scrolls: after a narrow, then a wide
-# window, a formula that fits again must lose its marks.
-STALE_MARKS_JS = r"""() => Array.from(document.querySelectorAll(
-    'article .math-scrolls, article .math-more-right, article .math-more-left'))
-  .filter(b => b.getBoundingClientRect().width > 0 && b.scrollWidth <= b.clientWidth + 1)
-  .map(b => `"${b.textContent.trim().slice(0, 40)}" keeps a scroll cue (${b.className.trim()}) but fits its box`)"""
+def viewer_problems(page) -> list[str]:
+    """Move every control of every viewer on an open page; name each viewer that drew nothing, each control that
+    left its viewer's image unchanged, and each map whose click did not move the query pixel."""
+    problems = []
+    for n, viewer in enumerate(page.query_selector_all(".attnconv-viewer")):
+        viewer.scroll_into_view_if_needed()
+        controls = viewer.query_selector_all(".av-control")
+        before = viewer.evaluate(_SIGNATURE_JS)
+        if not controls or "base64," not in before:
+            problems.append(f"viewer {n} has no control or drew nothing")
+            continue
+        for control in controls:
+            control.evaluate(_MOVE_JS)
+            after = viewer.evaluate(_SIGNATURE_JS)
+            if after == before:
+                problems.append(f"viewer {n}: moving {control.get_attribute('aria-label')!r} left the image unchanged")
+            before = after
+        blank = viewer.evaluate("root => Array.from(root.querySelectorAll('.av-vals span')).filter(s => !s.textContent).length")
+        if blank:
+            problems.append(f"viewer {n}: {blank} values of its kernel strip are blank")
+        canvas = viewer.query_selector("canvas.av-map")
+        if canvas is not None and viewer.query_selector("[aria-label='query row']"):
+            values = viewer.evaluate(_VALUES_JS)
+            canvas.click(position={"x": 2, "y": 2})  # the top-left pixel
+            if viewer.evaluate(_VALUES_JS) == values:
+                problems.append(f"viewer {n}: a click on a map did not move the query pixel")
+    return problems

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -17,47 +16,6 @@ PAGES_WITH_MATH = CHAPTERS + ["book/intro.html", "book/notation.html"]
 PAGES = PAGES_WITH_MATH + ["book/api.html", "book/references.html", "genindex.html", "search.html"]
 
 
-@dataclass
-class PageLoad:
-    math_elements: int
-    failed: list[str] = field(default_factory=list)
-    external: list[str] = field(default_factory=list)
-    colab_links: list[str] = field(default_factory=list)
-    widgets: int = 0
-
-
-def load(browser, site: str, page_path: str) -> PageLoad:
-    """Open a page with every non-loopback request blocked; record what failed and what typeset."""
-    context = browser.new_context()
-    page = context.new_page()
-    result = PageLoad(math_elements=0)
-
-    def route(r):
-        host = urlparse(r.request.url).hostname
-        if r.request.url.startswith(site) or host is None:
-            r.continue_()
-        else:
-            result.external.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
-    page.on("requestfailed", lambda req: req.url.startswith(site) and result.failed.append(req.url))
-    page.on("response", lambda resp: resp.status >= 400 and result.failed.append(f"{resp.status} {resp.url}"))
-    page.goto(f"{site}/{page_path}", wait_until="load")
-    if page.locator("script[src*='mathjax']").count():
-        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=20_000)
-        result.math_elements = page.evaluate(
-            "() => MathJax.startup.promise.then(() => document.querySelectorAll('mjx-container').length)"
-        )
-    page.wait_for_timeout(500)  # let the widget manager finish rendering
-    result.colab_links = page.eval_on_selector_all(
-        "a[href*='colab.research.google.com']", "els => els.map(e => e.href)"
-    )
-    result.widgets = page.evaluate("() => document.querySelectorAll('.jupyter-widgets, .widget-slider').length")
-    context.close()
-    return result
-
-
 def tracked_files() -> set[str]:
     out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     return set(out.split())
@@ -65,8 +23,10 @@ def tracked_files() -> set[str]:
 
 @pytest.mark.book
 @pytest.mark.parametrize("page_path", PAGES)
-def test_page_renders_offline(browser, site, page_path):
-    result = load(browser, site, page_path)
+def test_page_renders_offline(visits, page_path):
+    """Opened with every non-loopback request blocked (``visit.py``): nothing fails to load, nothing leaves the
+    machine, and the maths typesets."""
+    result = visits(page_path)
     assert not result.failed, f"{page_path}: resources failed to load: {result.failed}"
     assert not result.external, f"{page_path}: requests left the machine: {result.external}"
     if page_path in PAGES_WITH_MATH:
@@ -75,8 +35,8 @@ def test_page_renders_offline(browser, site, page_path):
 
 @pytest.mark.book
 @pytest.mark.parametrize("page_path", CHAPTERS)
-def test_colab_link_opens_committed_notebook(browser, site, page_path):
-    result = load(browser, site, page_path)
+def test_colab_link_opens_committed_notebook(visits, page_path):
+    result = visits(page_path)
     assert result.colab_links, f"{page_path}: no Colab launch link"
     files = tracked_files()
     for link in result.colab_links:

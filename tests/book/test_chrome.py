@@ -1,186 +1,28 @@
 """The book's chrome as a reader meets it, in headless Chromium at desktop and phone widths.
 
-Each chapter is opened once per width, offline, and read: numbering, headings against the boxes under them,
+Each chapter is opened once per width, offline (the session's shared visit, ``visit.py``), and read: numbering, headings against the boxes under them,
 cross-reference text, the sidebar and contents toggles (clicked), folded solution code (clicked), long display
 equations, learning goals and takeaways. A full-page screenshot of each chapter at each width is saved under
-``_build/screens/`` for a person to look at (not committed).
+``_build/screens/`` (JPEG) for a person to look at (not committed).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from urllib.parse import urlparse
 
 import pytest
 
+from .chrome_checks import BOX_KINDS
 from .conftest import HTML, ROOT
 
 CHAPTERS = sorted(p.stem for p in (HTML / "notebooks").glob("[0-9][0-9]_*.html"))
 WIDTHS = (1400, 400)
 SCREENS = HTML.parent / "screens"
-BOX_KINDS = "Lemma|Theorem|Proposition|Definition|Corollary|Remark|Exercise|Example|Figure|Algorithm|Conjecture"
-
-# The numbered boxes of a page, and the headings above them: every box's title, with the heading of the
-# innermost section that holds it.
-_HEADINGS_JS = """() => Array.from(document.querySelectorAll('article h1, article h2, article h3, article h4'))
-  .map(h => h.innerText.replace(/#$/, '').trim())"""
-_BOXES_JS = """() => Array.from(document.querySelectorAll('article div.proof, article div.exercise')).map(box => {
-  const section = box.closest('section');
-  const heading = section && section.querySelector(':scope > h1, :scope > h2, :scope > h3, :scope > h4');
-  const title = box.querySelector(':scope > .admonition-title');
-  return {heading: heading ? heading.innerText.replace(/#$/, '').trim() : '', title: title ? title.innerText.trim() : ''};
-})"""
-
-_SIDEBAR_JS = """() => Array.from(document.querySelectorAll('#pst-primary-sidebar nav.bd-docs-nav a.reference'))
-  .map(a => ({text: a.innerText.trim(), href: a.href}))"""
-
-_VISIBLE_LINKS_JS = """(sel) => { const root = document.querySelector(sel); if (!root) return 0;
-  return Array.from(root.querySelectorAll('a')).filter(a => { const r = a.getBoundingClientRect();
-    return r.width > 0 && r.height > 0 && r.right > 0 && r.left < window.innerWidth
-      && getComputedStyle(a).visibility !== 'hidden'; }).length; }"""
-
-_PRIMARY_JS = """() => { const s = document.querySelector('#pst-primary-sidebar');
-  const d = document.querySelector('#pst-primary-sidebar-modal');
-  const r = s.getBoundingClientRect();
-  return {shown: getComputedStyle(s).visibility !== 'hidden' && r.right > 0 && r.width > 0, dialog: !!(d && d.open)}; }"""
-
-_SECONDARY_JS = """() => { const d = document.querySelector('#pst-secondary-sidebar-modal'); return !!(d && d.open); }"""
-
-# Display equations wider than their box: do they scroll, and do they carry a visible cue?
-_MATH_JS = """() => Array.from(document.querySelectorAll('article div.math'))
-  .map(b => b.querySelector(':scope > mjx-container') || b).filter(b => b.scrollWidth > b.clientWidth + 1)
-  .map(b => { const st = getComputedStyle(b); return {overflow: st.overflowX, cue: b.classList.contains('math-scrolls')
-    && st.borderBottomStyle !== 'none' && st.boxShadow !== 'none', text: b.textContent.slice(0, 60)}; })"""
 
 
-@dataclass
-class Reading:
-    """What a reader of one chapter at one width sees, and what happened when they clicked."""
-
-    chapter: str
-    width: int
-    text: str = ""
-    prose: str = ""  # the text without code cells and their outputs
-    headings: list[str] = field(default_factory=list)
-    boxes: list[dict] = field(default_factory=list)
-    sidebar: list[dict] = field(default_factory=list)
-    toggles: dict[str, str] = field(default_factory=dict)  # which toggle -> "" if it worked, else what went wrong
-    solutions: list[str] = field(default_factory=list)  # problems with folded solution code
-    solution_cells: int = 0
-    wide_math: list[dict] = field(default_factory=list)
-    page_width: int = 0  # the document's scroll width: wider than the window means the page scrolls sideways
-    admonitions: list[str] = field(default_factory=list)
-    external: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-
-
-def _open(browser, site: str, chapter: str, width: int, reading: Reading):
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-
-    def route(r):
-        if r.request.url.startswith(site) or urlparse(r.request.url).hostname is None:
-            r.continue_()
-        else:
-            reading.external.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
-    page.on("response", lambda resp: resp.status >= 400 and reading.failed.append(f"{resp.status} {resp.url}"))
-    page.goto(f"{site}/notebooks/{chapter}.html", wait_until="load")
-    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=20_000)
-    page.evaluate("() => MathJax.startup.promise")
-    page.wait_for_timeout(300)
-    return context, page
-
-
-def _check_toggles(page, width: int) -> dict[str, str]:
-    """Click every visible sidebar toggle; report for each whether it opened (or closed and reopened) its panel."""
-    out = {}
-    primary = [b for b in page.locator(".primary-toggle").all() if b.is_visible()]
-    if not primary:
-        out["primary"] = "no visible sidebar toggle"
-    for i, button in enumerate(primary):
-        before = page.evaluate(_PRIMARY_JS)
-        button.click()
-        page.wait_for_timeout(300)
-        after = page.evaluate(_PRIMARY_JS)
-        name = f"primary[{i}]"
-        if after["dialog"]:
-            links = page.evaluate(_VISIBLE_LINKS_JS, "#pst-primary-sidebar-modal")
-            out[name] = "" if links >= len(CHAPTERS) else f"the sidebar dialog opened with {links} visible links"
-            page.keyboard.press("Escape")
-        elif before["shown"] != after["shown"]:
-            button.click()  # and back
-            page.wait_for_timeout(300)
-            back = page.evaluate(_PRIMARY_JS)
-            out[name] = "" if back["shown"] == before["shown"] else "the sidebar did not come back on a second click"
-        else:
-            out[name] = f"clicking did nothing at {width}px (sidebar shown={before['shown']}, no dialog)"
-        page.wait_for_timeout(200)
-    secondary = [b for b in page.locator(".secondary-toggle").all() if b.is_visible()]
-    if not secondary:  # wide screens show the contents beside the page, with no toggle
-        links = page.evaluate(_VISIBLE_LINKS_JS, "#pst-secondary-sidebar")
-        out["secondary"] = "" if links else "no contents toggle and no visible contents"
-    for i, button in enumerate(secondary):
-        button.click()
-        page.wait_for_timeout(300)
-        opened = page.evaluate(_SECONDARY_JS)
-        links = page.evaluate(_VISIBLE_LINKS_JS, "#pst-secondary-sidebar-modal") if opened else 0
-        out[f"secondary[{i}]"] = "" if opened and links else f"clicking did nothing at {width}px"
-        page.keyboard.press("Escape")
-        page.wait_for_timeout(200)
-    return out
-
-
-def _check_solutions(page) -> tuple[int, list[str]]:
-    """Solution code is hidden until its toggle is clicked, and shown after."""
-    problems = []
-    cells = page.locator("div.cell").filter(has_text="BEGIN SOLUTION").all()
-    for i, cell in enumerate(cells):
-        code = cell.locator("pre").filter(has_text="BEGIN SOLUTION").first
-        if code.is_visible():
-            problems.append(f"solution cell {i} shows its code before any click")
-            continue
-        summary = cell.locator("summary").first
-        if not summary.count():
-            problems.append(f"solution cell {i} has no toggle")
-            continue
-        summary.click()
-        page.wait_for_timeout(100)
-        if not code.is_visible():
-            problems.append(f"solution cell {i} stays hidden after its toggle is clicked")
-    return len(cells), problems
-
-
-def read_chapter(browser, site: str, chapter: str, width: int) -> Reading:
-    reading = Reading(chapter, width)
-    context, page = _open(browser, site, chapter, width, reading)
-    try:
-        SCREENS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENS / f"{chapter}-{width}.png"), full_page=True)
-        reading.text = page.locator("article").inner_text()
-        reading.prose = page.evaluate("""() => { const a = document.querySelector('article').cloneNode(true);
-          a.querySelectorAll('div.cell, .highlight, script').forEach(e => e.remove()); document.body.appendChild(a);
-          const t = a.innerText; a.remove(); return t; }""")
-        reading.boxes = page.evaluate(_BOXES_JS)
-        reading.headings = page.evaluate(_HEADINGS_JS)
-        reading.sidebar = page.evaluate(_SIDEBAR_JS)
-        reading.wide_math = page.evaluate(_MATH_JS)
-        reading.page_width = page.evaluate("() => document.documentElement.scrollWidth")
-        reading.admonitions = page.eval_on_selector_all(
-            "article .admonition > .admonition-title", "els => els.map(e => e.innerText.trim())")
-        reading.toggles = _check_toggles(page, width)
-        reading.solution_cells, reading.solutions = _check_solutions(page)
-    finally:
-        context.close()
-    return reading
-
-
-@pytest.fixture(scope="module")
-def readings(browser, site) -> dict[tuple[str, int], Reading]:
-    return {(c, w): read_chapter(browser, site, c, w) for c in CHAPTERS for w in WIDTHS}
+def reading(visits, chapter: str, width: int):
+    """The chapter's one visit at ``width`` (``visit.py``)."""
+    return visits(f"notebooks/{chapter}.html", width)
 
 
 def chapter_number(chapter: str) -> int:
@@ -291,65 +133,63 @@ def test_checks_catch_the_defects():
 
 @pytest.mark.book
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_numbering_headings_and_cross_references(readings, chapter):
-    reading = readings[(chapter, WIDTHS[0])]
-    assert reading.boxes, f"{chapter}: no numbered boxes found"
-    assert not doubled_words(reading.text), f"{chapter}: {doubled_words(reading.text)}"
-    assert not heading_box_mismatches(reading.boxes), heading_box_mismatches(reading.boxes)
-    assert not stray_heading_numbers(reading.headings, reading.boxes), stray_heading_numbers(
-        reading.headings, reading.boxes)
-    assert not numbering_problems(reading.boxes, chapter_number(chapter)), numbering_problems(
-        reading.boxes, chapter_number(chapter))
-    assert not chapter_reference_problems(reading.prose, len(CHAPTERS)), chapter_reference_problems(
-        reading.prose, len(CHAPTERS))
-    assert not unnumbered_references(reading.prose), f"{chapter}: {unnumbered_references(reading.prose)}"
-    assert not sidebar_problems(reading.sidebar, CHAPTERS), sidebar_problems(reading.sidebar, CHAPTERS)
+def test_numbering_headings_and_cross_references(visits, chapter):
+    seen = reading(visits, chapter, WIDTHS[0]).chrome
+    boxes, text, prose, headings = seen["boxes"], seen["text"], seen["prose"], seen["headings"]
+    assert boxes, f"{chapter}: no numbered boxes found"
+    assert not doubled_words(text), f"{chapter}: {doubled_words(text)}"
+    assert not heading_box_mismatches(boxes), heading_box_mismatches(boxes)
+    assert not stray_heading_numbers(headings, boxes), stray_heading_numbers(headings, boxes)
+    assert not numbering_problems(boxes, chapter_number(chapter)), numbering_problems(boxes, chapter_number(chapter))
+    assert not chapter_reference_problems(prose, len(CHAPTERS)), chapter_reference_problems(prose, len(CHAPTERS))
+    assert not unnumbered_references(prose), f"{chapter}: {unnumbered_references(prose)}"
+    assert not sidebar_problems(seen["sidebar"], CHAPTERS), sidebar_problems(seen["sidebar"], CHAPTERS)
 
 
 @pytest.mark.book
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_sidebar_and_contents_toggles_open(readings, chapter, width):
-    toggles = readings[(chapter, width)].toggles
+def test_sidebar_and_contents_toggles_open(visits, chapter, width):
+    toggles = reading(visits, chapter, width).clicks["toggles"]
     assert toggles and not any(toggles.values()), f"{chapter} at {width}px: {toggles}"
 
 
 @pytest.mark.book
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_solution_code_hidden_until_clicked(readings, chapter):
-    reading = readings[(chapter, WIDTHS[0])]
+def test_solution_code_hidden_until_clicked(visits, chapter):
+    clicks = reading(visits, chapter, WIDTHS[0]).clicks
     expected = (ROOT / "notebooks" / f"{chapter}.md").read_text().count("### BEGIN SOLUTION")
-    assert reading.solution_cells == expected > 0, f"{chapter}: {reading.solution_cells} of {expected} solution cells"
-    assert not reading.solutions, f"{chapter}: {reading.solutions}"
+    assert clicks["solution cells"] == expected > 0, f"{chapter}: {clicks['solution cells']} of {expected} solution cells"
+    assert not clicks["solutions"], f"{chapter}: {clicks['solutions']}"
 
 
 @pytest.mark.book
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_long_equations_scroll_with_a_cue(readings, chapter, width):
-    for box in readings[(chapter, width)].wide_math:
+def test_long_equations_scroll_with_a_cue(visits, chapter, width):
+    for box in reading(visits, chapter, width).chrome["wide_math"]:
         assert box["overflow"] in ("auto", "scroll") and box["cue"], f"{chapter} at {width}px: {box}"
 
 
 @pytest.mark.book
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_page_does_not_scroll_sideways(readings, chapter, width):
+def test_page_does_not_scroll_sideways(visits, chapter, width):
     """Wide content (equations, tables, code, long literals) scrolls in its own box; the page keeps its width."""
-    assert readings[(chapter, width)].page_width <= width, (
-        f"{chapter} at {width}px is {readings[(chapter, width)].page_width}px wide")
+    page_width = reading(visits, chapter, width).chrome["page_width"]
+    assert page_width <= width, f"{chapter} at {width}px is {page_width}px wide"
 
 
 @pytest.mark.book
-def test_some_equation_is_wider_than_a_phone(readings):
+def test_some_equation_is_wider_than_a_phone(visits):
     """The scroll check above is not vacuous: at 400px some display equation does overflow."""
-    assert any(readings[(c, 400)].wide_math for c in CHAPTERS)
+    assert any(reading(visits, c, 400).chrome["wide_math"] for c in CHAPTERS)
 
 
 @pytest.mark.book
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_goals_first_and_takeaways_before_the_exercises(readings, chapter):
-    titles = readings[(chapter, WIDTHS[0])].admonitions
+def test_goals_first_and_takeaways_before_the_exercises(visits, chapter):
+    titles = reading(visits, chapter, WIDTHS[0]).chrome["admonitions"]
     assert titles and titles[0] == "Learning goals", f"{chapter}: the first box is {titles[:1]}"
     assert "Takeaways" in titles, f"{chapter}: no takeaways box"
     exercises = [i for i, t in enumerate(titles) if t.startswith("Exercise")]
@@ -359,11 +199,11 @@ def test_goals_first_and_takeaways_before_the_exercises(readings, chapter):
 @pytest.mark.book
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_no_external_request_and_screenshot_saved(readings, chapter, width):
-    reading = readings[(chapter, width)]
-    assert not reading.external, f"{chapter} at {width}px: requests left the machine: {reading.external}"
-    assert not reading.failed, f"{chapter} at {width}px: {reading.failed}"
-    assert (SCREENS / f"{chapter}-{width}.png").stat().st_size > 10_000
+def test_no_external_request_and_screenshot_saved(visits, chapter, width):
+    seen = reading(visits, chapter, width)
+    assert not seen.external, f"{chapter} at {width}px: requests left the machine: {seen.external}"
+    assert not seen.failed, f"{chapter} at {width}px: {seen.failed}"
+    assert seen.screenshot is not None and seen.screenshot.stat().st_size > 10_000
 
 
 @pytest.mark.book
@@ -386,14 +226,6 @@ BOOK_PAGES = sorted(str(p.relative_to(HTML)) for p in (HTML / "book").rglob("*.h
 @pytest.mark.book
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("page_path", BOOK_PAGES)
-def test_reference_pages_do_not_scroll_sideways(browser, site, page_path, width):
+def test_reference_pages_do_not_scroll_sideways(visits, page_path, width):
     """The intro and reference pages (long API signatures, dotted type names) keep the window's width too."""
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    try:
-        page = context.new_page()
-        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(site) else r.abort())
-        page.goto(f"{site}/{page_path}", wait_until="load")
-        page.wait_for_timeout(500)
-        assert page.evaluate("() => document.documentElement.scrollWidth") <= width, f"{page_path} at {width}px"
-    finally:
-        context.close()
+    assert visits(page_path, width).chrome["page_width"] <= width, f"{page_path} at {width}px"

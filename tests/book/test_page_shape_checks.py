@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from .reader_checks import (EQUATION_SCROLL_JS, FIGURE_FIT_JS, FIGURE_WORDS_JS, STALE_MARKS_JS, STRUCTURE_JS,
-                            png_texts, raw_subscripts, visible_defs)
+from .shape_checks import (EQUATION_SCROLL_JS, FIGURE_FIT_JS, FIGURE_WORDS_JS, STALE_MARKS_JS, STRUCTURE_JS,
+                            png_texts, raw_subscripts, tap_solution_links, visible_defs)
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "book" / "js"
@@ -171,28 +171,6 @@ def _solution_page(page, with_book_js: bool) -> None:
     page.add_script_tag(content=toggle)
     if with_book_js:
         page.add_script_tag(content=(STATIC / "book.js").read_text())
-
-
-def tap_solution_links(page) -> list[str]:
-    """Tap the link in each solution's title: it must open the solution, stay on the page and throw nothing."""
-    problems = []
-    titles = page.locator(".admonition.dropdown > .admonition-title:has(a)")
-    for i in range(titles.count()):
-        box = titles.nth(i).locator("xpath=..")
-        link = titles.nth(i).locator("a").first
-        link.scroll_into_view_if_needed()
-        where = page.evaluate("() => [location.hash, Math.round(window.scrollY)]")
-        link.click()
-        page.wait_for_timeout(100)
-        after = page.evaluate("() => [location.hash, Math.round(window.scrollY)]")
-        label = link.inner_text().strip()
-        if "toggle-hidden" in (box.get_attribute("class") or ""):
-            problems.append(f"tapping {label!r} in a solution title did not open the solution")
-        if after[0] != where[0] or abs(after[1] - where[1]) > 300:
-            problems.append(f"tapping {label!r} in a solution title jumped away ({where} -> {after})")
-        link.click()  # and fold it again
-        page.wait_for_timeout(50)
-    return problems
 
 
 def test_solution_link_check_catches_the_togglebutton_error(browser):

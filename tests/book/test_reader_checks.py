@@ -12,13 +12,12 @@ import pytest
 
 from .conftest import HTML
 from .reader_checks import (CAPTION_JS, CODE_JS, CURSOR_JS, IMAGES_JS, MATH_JS, MIN_TEXT_PX, SEARCH_JS, TEXT_JS, VIEWER_JS,
-                            image_bytes, stand_in_claims, tiny_image_text)
+                            stand_in_claims, tiny_image_text)
 from .test_reader_view import _pieces
 
 PAGES = sorted(str(p.relative_to(HTML)) for p in HTML.rglob("*.html")
                if str(p.relative_to(HTML)).startswith(("notebooks/", "book/")))  # the chapters and every book/ page
 WIDTHS = (1400, 400)
-MAX_PAGE_PX = 60_000  # at 1400 px: a reference page longer than this is split (the API reference was 217,508 px)
 
 
 def _context(browser, width: int):
@@ -293,38 +292,13 @@ def test_stand_in_check_catches_claims_of_real_data():
 
 # ---- the built book ----
 
-def _read(browser, site: str, page_path: str, width: int) -> dict[str, list[str]]:
-    context = _context(browser, width)
-    page = context.new_page()
-    errors = _collect_errors(page)
-    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith((site, "data:")) else r.abort())
-    page.goto(f"{site}/{page_path}", wait_until="load")
-    if page.evaluate("() => !!(window.MathJax && MathJax.startup && MathJax.startup.promise)"):
-        page.evaluate("() => MathJax.startup.promise")
-    page.wait_for_timeout(400)
-    page.wait_for_selector("html[data-figures-legible]", state="attached", timeout=10_000)  # book.js sized figures
-    found = {"maths": page.evaluate(MATH_JS), "captions": page.evaluate(CAPTION_JS),
-             "text": page.evaluate(TEXT_JS, MIN_TEXT_PX), "cursor": page.evaluate(CURSOR_JS),
-             "search": page.evaluate(SEARCH_JS), "code": page.evaluate(CODE_JS), "viewers": page.evaluate(VIEWER_JS)}
-    images = page.evaluate(IMAGES_JS)
-    frames = page.evaluate("""() => Array.from(document.querySelectorAll('article img.av-frame'))
-      .filter(i => i.getBoundingClientRect().width > 0)
-      .map(i => ({src: i.src, natural: i.naturalWidth, shown: i.getBoundingClientRect().width}))""")
-    # Figures and a viewer's frames are judged at both widths, as shown: a phone reader reads them in place.
-    judged = images + [f for f in frames if f not in images]
-    found["image text"] = tiny_image_text(judged, lambda src: image_bytes(src, HTML, site))
-    height = page.evaluate("() => document.documentElement.scrollHeight")
-    found["height"] = [f"the page is {height} px tall"] if width == WIDTHS[0] and height > MAX_PAGE_PX else []
-    found["console"] = list(errors)
-    context.close()
-    return found
-
-
 @pytest.mark.book
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("page_path", PAGES)
-def test_page_reads_cleanly(browser, site, page_path, width):
-    found = _read(browser, site, page_path, width)
+def test_page_reads_cleanly(visits, page_path, width):
+    """The reader checks, run on the page's one visit at this width (``visit.py``) before anything is clicked."""
+    seen = visits(page_path, width)
+    found = {**seen.reader, "console": seen.load_errors}
     problems = {k: v for k, v in found.items() if v}
     assert not problems, f"{page_path} at {width}px: {problems}"
 

@@ -19,6 +19,7 @@ from html.parser import HTMLParser
 import pytest
 
 from .conftest import HTML
+from .reader_checks import viewer_problems
 
 CHAPTERS = sorted(str(p.relative_to(HTML)) for p in (HTML / "notebooks").glob("[0-9][0-9]_*.html"))
 PAGES = CHAPTERS + sorted(str(p.relative_to(HTML)) for p in (HTML / "book").rglob("*.html"))
@@ -134,48 +135,6 @@ def test_outputs_are_quiet_and_rendered(page_path):
     assert "widget-state+json" not in page_html, f"{page_path}: carries ipywidgets state, which no kernel will drive"
 
 
-# The viewer's image: the frame's data URI, or every canvas's pixels.
-_SIGNATURE_JS = """root => Array.from(root.querySelectorAll('img.av-frame, canvas.av-map'))
-  .map(e => e.tagName === 'IMG' ? e.src : e.toDataURL()).join('|')"""
-# Move one control to another value the way a reader's drag or pick ends: set it, then fire input and change.
-_MOVE_JS = """el => {
-  if (el.tagName === 'SELECT') { el.selectedIndex = (el.selectedIndex + 1) % el.options.length; }
-  else { el.value = String(Number(el.value) === Number(el.max) ? el.min : el.max); }
-  el.dispatchEvent(new Event('input', {bubbles: true}));
-  el.dispatchEvent(new Event('change', {bubbles: true}));
-  return el.value; }"""
-_VALUES_JS = "root => Array.from(root.querySelectorAll('.av-control')).map(e => e.value)"
-
-
-def viewer_problems(page) -> list[str]:
-    """Move every control of every viewer on an open page; name each viewer that drew nothing, each control that
-    left its viewer's image unchanged, and each map whose click did not move the query pixel."""
-    problems = []
-    for n, viewer in enumerate(page.query_selector_all(".attnconv-viewer")):
-        viewer.scroll_into_view_if_needed()
-        controls = viewer.query_selector_all(".av-control")
-        before = viewer.evaluate(_SIGNATURE_JS)
-        if not controls or "base64," not in before:
-            problems.append(f"viewer {n} has no control or drew nothing")
-            continue
-        for control in controls:
-            control.evaluate(_MOVE_JS)
-            after = viewer.evaluate(_SIGNATURE_JS)
-            if after == before:
-                problems.append(f"viewer {n}: moving {control.get_attribute('aria-label')!r} left the image unchanged")
-            before = after
-        blank = viewer.evaluate("root => Array.from(root.querySelectorAll('.av-vals span')).filter(s => !s.textContent).length")
-        if blank:
-            problems.append(f"viewer {n}: {blank} values of its kernel strip are blank")
-        canvas = viewer.query_selector("canvas.av-map")
-        if canvas is not None and viewer.query_selector("[aria-label='query row']"):
-            values = viewer.evaluate(_VALUES_JS)
-            canvas.click(position={"x": 2, "y": 2})  # the top-left pixel
-            if viewer.evaluate(_VALUES_JS) == values:
-                problems.append(f"viewer {n}: a click on a map did not move the query pixel")
-    return problems
-
-
 def test_viewer_check_catches_dead_viewers(browser, tmp_path):
     """A viewer whose frames are all alike, and one whose script never ran, both fail the check; a live one passes."""
     import matplotlib.pyplot as plt
@@ -205,21 +164,12 @@ def test_viewer_check_catches_dead_viewers(browser, tmp_path):
 
 @pytest.mark.book
 @pytest.mark.parametrize("page_path", CHAPTERS)
-def test_every_viewer_responds_to_its_controls(browser, site, page_path):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(site) or
-               r.request.url.startswith("data:") else r.abort())
-    page.goto(f"{site}/{page_path}", wait_until="load")
-    errors.clear()  # the theme's own load-time errors are the chrome check's business; from here on, only ours
-    viewers = page.query_selector_all(".attnconv-viewer")
+def test_every_viewer_responds_to_its_controls(visits, page_path):
+    """Every control of every viewer, moved in the chapter's one visit at 1400 px (``visit.py``)."""
+    v = visits(page_path)
     if page_path.split("/")[-1].startswith(VIEWER_CHAPTERS):
-        assert viewers, f"{page_path}: no kernel-free viewer on the page"
-    problems = viewer_problems(page)
-    assert not problems, f"{page_path}: {problems}"
-    leftover = page.query_selector_all(".widget-slider, .jupyter-widgets")
-    assert not leftover, f"{page_path}: {len(leftover)} ipywidgets remain, which do nothing without a kernel"
-    assert not errors, f"{page_path}: script errors while the controls moved: {errors}"
-    context.close()
+        assert v.chrome["viewers"], f"{page_path}: no kernel-free viewer on the page"
+    assert not v.clicks["viewers"], f"{page_path}: {v.clicks['viewers']}"
+    assert not v.clicks["leftover widgets"], (f"{page_path}: {v.clicks['leftover widgets']} ipywidgets remain, which "
+                                              "do nothing without a kernel")
+    assert not v.clicks["viewer errors"], f"{page_path}: script errors while the controls moved: {v.clicks['viewer errors']}"

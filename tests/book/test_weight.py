@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 import pytest
 
@@ -28,50 +27,13 @@ PAGES = sorted(str(p.relative_to(HTML)) for p in [*(HTML / "notebooks").glob("[0
                                                  *(HTML / "book").glob("*.html")])  # index.html only redirects
 REPORT = HTML.parent / "weights.json"
 
-_ICONS_JS = """() => Array.from(document.querySelectorAll('i[class*="fa-"], span[class*="fa-"]'))
-  .filter(e => e.getClientRects().length).map(e => ({cls: e.className, width: e.getBoundingClientRect().width,
-    family: getComputedStyle(e, '::before').fontFamily, glyph: getComputedStyle(e, '::before').content}))"""
-
-
-def weigh(browser, site: str, page_path: str, width: int = 1400) -> dict:
-    """Open a page, let MathJax typeset and the network settle; the bytes of every file it fetched, by kind."""
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    fetched: list[str] = []
-    try:
-        page = context.new_page()
-        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(site) else r.abort())
-        page.on("requestfinished", lambda req: fetched.append(req.url))
-        page.goto(f"{site}/{page_path}", wait_until="load")
-        if page.locator("script[src*='mathjax']").count():
-            page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-                                   timeout=20_000)
-            page.evaluate("() => MathJax.startup.promise")
-        page.evaluate("() => document.fonts.ready.then(() => true)")
-        for _ in range(30):  # until no new file has arrived for a second (fonts and images that load late)
-            seen = len(fetched)
-            page.wait_for_timeout(1000)
-            if len(fetched) == seen:
-                break
-        icons = page.evaluate(_ICONS_JS)
-        math = page.evaluate("() => document.querySelectorAll('mjx-container').length")
-        # a TeX error, or a macro that no loaded extension defines (drawn as red "\\name" by noundefined; the
-        # assistive MathML beside each formula keeps it as an <mtext mathcolor="red">)
-        errors = page.evaluate("""() => document.querySelectorAll('mjx-merror').length + Array.from(
-            document.querySelectorAll('mjx-assistive-mml mtext[mathcolor=red]'))
-            .filter(e => e.textContent.startsWith('\\\\')).length""")
-    finally:
-        context.close()
-    files = {}
-    for url in fetched:
-        path = unquote(urlparse(url).path).lstrip("/")
-        local = HTML / (path or "index.html")
-        if local.is_dir():
-            local = local / "index.html"
-        if local.is_file():
-            files[str(local.relative_to(HTML))] = local.stat().st_size
+def weigh(visit) -> dict:
+    """A page's one visit at 1400 px (``visit.py``): the bytes of every file it fetched, by kind."""
+    files, page_path = visit.files, visit.page
     own = {f: n for f, n in files.items() if f == page_path or f.startswith("_images/")}
     return {"total": sum(files.values()), "own": sum(own.values()), "shared": sum(files.values()) -
-            sum(own.values()), "files": files, "icons": icons, "math": math, "math_errors": errors}
+            sum(own.values()), "files": files, "icons": visit.icons, "math": visit.math_elements,
+            "math_errors": visit.math_errors}
 
 
 def _shared(w: dict, page_path: str) -> list[tuple[int, str]]:
@@ -80,8 +42,8 @@ def _shared(w: dict, page_path: str) -> list[tuple[int, str]]:
 
 
 @pytest.fixture(scope="module")
-def weights(browser, site) -> dict[str, dict]:
-    out = {page: weigh(browser, site, page) for page in PAGES}
+def weights(visits) -> dict[str, dict]:
+    out = {page: weigh(visits(page)) for page in PAGES}
     site_bytes = sum(p.stat().st_size for p in HTML.rglob("*") if p.is_file())
     summary = {"site": site_bytes, "pages": {p: {k: w[k] for k in ("total", "shared", "own")} for p, w in out.items()},
                "shared_files": sorted({(f, n) for p, w in out.items() for n, f in _shared(w, p)}, key=lambda x: -x[1])}

@@ -49,7 +49,7 @@ class PhoneFigure:
         dpi: resolution of both PNGs (default: each figure's own).
         close: close both figures once drawn, so that a notebook does not show them a second time.
 
-    The narrow image is shown when the window is at most :data:`PHONE_BREAKPOINT_PX` wide, or wider if the wide
+    The narrow image is shown when the window is at most ``PHONE_BREAKPOINT_PX`` (576 px) wide, or wider if the wide
     image would need more than the column to keep its smallest text at 9 px (``breakpoint_px``).
     """
 

@@ -21,15 +21,18 @@ __all__ = ["plot_bias_to_convolution", "plot_composite_terms"]
 
 
 
-def _grid(panels: int, ncols: int, width: float, height: float, heights: Sequence[float] | None = None):
-    """``panels`` axes, ``ncols`` a row; ``heights``: relative panel heights when they are stacked one a row."""
+def _grid(panels: int, ncols: int, width: float, height: float, heights: Sequence[float] | None = None,
+          widths: Sequence[float] | None = None):
+    """``panels`` axes, ``ncols`` a row; ``heights``: relative panel heights when they are stacked one a row;
+    ``widths``: relative panel widths when they all stand in one row."""
     if not isinstance(ncols, int) or ncols < 1:
         raise ValueError(f"ncols must be a positive int, got {ncols!r}")
     cols = min(panels, ncols)
     rows = -(-panels // cols)
     ratios = list(heights) if heights is not None and cols == 1 else [1.0] * rows
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * sum(ratios)), squeeze=False,
-                             layout="constrained", gridspec_kw={"height_ratios": ratios})
+    across = list(widths) if widths is not None and rows == 1 else [1.0] * cols
+    fig, axes = plt.subplots(rows, cols, figsize=(width * sum(across), height * sum(ratios)), squeeze=False,
+                             layout="constrained", gridspec_kw={"height_ratios": ratios, "width_ratios": across})
     axes = list(axes.ravel())
     for ax in axes[panels:]:
         ax.set_visible(False)
@@ -59,7 +62,7 @@ def plot_bias_to_convolution(bias: Tensor | Sequence[float], length: int = 9, nc
     attn /= attn.sum(1, keepdims=True)
     beta = torch.softmax(b, 0).numpy()
 
-    fig, (left, middle, right) = _grid(3, ncols, 3.6, 3.4, heights=(0.8, 1.0, 0.55))
+    fig, (left, middle, right) = _grid(3, ncols, 3.4, 3.4, heights=(0.8, 1.0, 0.55), widths=(1.0, 1.0, 1.5))
     left.bar(offsets, b.numpy(), color="tab:orange")
     left.axhline(0, color="0.3", lw=0.8)
     left.set_xticks(offsets)
@@ -78,7 +81,7 @@ def plot_bias_to_convolution(bias: Tensor | Sequence[float], length: int = 9, nc
                                     fill=False, ec="tab:red", lw=1.5))
 
     right.set_xlim(-0.8, length - 0.2)
-    right.set_ylim(-1.0, 2.0)
+    right.set_ylim(-0.9, 1.9)
     if ncols >= 3:
         right.set_aspect("equal")  # side by side: square token boxes; stacked, the panel is short and wide
     right.axis("off")

@@ -134,11 +134,11 @@ def clipped_bias_tails(tails: str = "edge") -> ProofResult:
 
 
 def _query_logit_identity(scaled: bool = True) -> ProofResult:
-    """(x_i W^Q + b^Q)·a_t / sqrt(D_h) = (x_i W^D + b^D)_t for every tap t, W^D = W^Q A^T / sqrt(D_h),
-    b^D = b^Q A^T / sqrt(D_h): matrix expressions with symbolic N, C, D_h and k."""
+    """(x_i W_qry + b_qry)·a_t / sqrt(D_h) = (x_i W^D + b^D)_t for every tap t, W^D = W_qry (R^a)^T / sqrt(D_h),
+    b^D = b_qry (R^a)^T / sqrt(D_h): matrix expressions with symbolic N, C, D_h and k."""
     n, k, c, d = sp.symbols("N k C D_h", integer=True, positive=True)
-    x, w_q = sp.MatrixSymbol("X", n, c), sp.MatrixSymbol("W^Q", c, d)
-    b_q, a = sp.MatrixSymbol("b^Q", 1, d), sp.MatrixSymbol("A", 2 * k + 1, d)
+    x, w_q = sp.MatrixSymbol("X", n, c), sp.MatrixSymbol("W_{qry}", c, d)
+    b_q, a = sp.MatrixSymbol("b_{qry}", 1, d), sp.MatrixSymbol("R^a", 2 * k + 1, d)
     ones = sp.OneMatrix(n, 1)
     scale = 1 / sp.sqrt(d) if scaled else 1
     w_d, b_d = w_q * a.T * scale, b_q * a.T * scale  # (C, 2k+1), (1, 2k+1)
@@ -146,12 +146,12 @@ def _query_logit_identity(scaled: bool = True) -> ProofResult:
     rhs = x * w_d + ones * b_d
     return verify_equal(
         "Shaw logits = dynamic kernel logits",
-        "(x_i W^Q + b^Q)·a_t/√D_h = (x_i W^D + b^D)_t, W^D = W^Q A^T/√D_h, b^D = b^Q A^T/√D_h",
+        "(x_i W_qry + b_qry)·a_t/√D_h = (x_i W^D + b^D)_t, W^D = W_qry (R^a)^T/√D_h, b^D = b_qry (R^a)^T/√D_h",
         lhs, rhs, simplify=lambda e: sp.expand(e).doit(), scope="general", variables=("N", "C", "D_h", "k"))
 
 
 def query_dependent_is_dynamic_conv(scaled: bool = True, tails: str = "edge") -> ProofResult:
-    """Equivalence 2: a head whose only logits are Shaw et al.'s term (x_i W^Q + b^Q)·a_{clip(j-i)} / sqrt(D_h),
+    """Equivalence 2: a head whose only logits are Shaw et al.'s term (x_i W_qry + b_qry)·a_{clip(j-i)} / sqrt(D_h),
     over all N keys, is the renormalised dynamic lightweight convolution with kernel logits κ_i = x_i W^D + b^D
     read at clip(δ): attention_i = Σ_δ β_i[δ] x_{i+δ} / Σ_δ β_i[δ] over the offsets δ = -i .. N-1-i that exist,
     with β_i = softmax over the 2N - 1 taps of κ_i[clip(δ)]. A kernel predicted from the query token alone.
@@ -181,28 +181,28 @@ def query_dependent_is_dynamic_conv(scaled: bool = True, tails: str = "edge") ->
         scope="general", variables=("N", "k", "i", "κ"))
     return combine(
         "query-dependent term = dynamic conv",
-        "softmax_j((x_i W^Q + b^Q)·a_clip(j-i)/√D_h) = renormalised dynamic conv with kernel logits x_i W^D + b^D",
+        "softmax_j((x_i W_qry + b_qry)·a_clip(j-i)/√D_h) = renormalised dynamic conv with kernel logits x_i W^D + b^D",
         [_query_logit_identity(scaled), row], scope="general", variables=("N", "C", "D_h", "k", "i"),
         latex=r"\begin{aligned} &\operatorname{softmax}_j\Big(\frac{q_i \cdot a_{\operatorname{clip}(j-i)}}"
               r"{\sqrt{D_h}}\Big) \\ &= \operatorname{softmax}_j\big((X_i W^D + b^D)_{\operatorname{clip}(j-i)}"
-              r"\big), \\ &W^D = \frac{W^Q A^\top}{\sqrt{D_h}} \end{aligned}",
+              r"\big), \\ &W^D = \frac{W_{qry} (R^a)^\top}{\sqrt{D_h}} \end{aligned}",
     )
 
 
 def dynamic_kernel_rank(embed_dim: int = 3, head_dim: int = 1, max_distance: int = 1,
                         claimed_rank: int | None = None) -> ProofResult:
-    """W^D = W^Q [a_{-k} ... a_k] / sqrt(D_h) has rank ≤ D_h: every (D_h + 1)-minor vanishes identically.
+    """W^D = W_qry [a_{-k} ... a_k]^T / sqrt(D_h) has rank ≤ D_h: every (D_h + 1)-minor vanishes identically.
 
     A query-dependent relative term is therefore a *low-rank* dynamic convolution when D_h < min(C, 2k+1).
     ``claimed_rank`` below D_h gives a false statement.
     """
     c, d, k = embed_dim, head_dim, max_distance
     r = d if claimed_rank is None else claimed_rank
-    w_d = _matrix(c, d, "W^Q") * _matrix(2 * k + 1, d, "a").T / sp.sqrt(d)
+    w_d = _matrix(c, d, "W_qry") * _matrix(2 * k + 1, d, "a").T / sp.sqrt(d)
     residual = minors_above_rank(w_d, r)
     return verify_equal(
         f"rank W^D ≤ {r} (C={c}, D_h={d}, k={k})",
-        f"all ({r + 1})-minors of W^D = W^Q A^T/√D_h vanish, so rank W^D ≤ {r}",
+        f"all ({r + 1})-minors of W^D = W_qry (R^a)^T/√D_h vanish, so rank W^D ≤ {r}",
         residual, sp.zeros(*residual.shape), simplify=sp.expand,
         scope="instance", instance=f"C={c}, D_h={d}, k={k}",
     )
@@ -212,7 +212,7 @@ def _keys_and_kernels():
     """Index-level symbols: token x_{m,c}, projections, relative embeddings and the clipped tap of j - i."""
     n, k, c, d, i, j, delta, e, ch, dd = _symbols()
     x = sp.IndexedBase("x", real=True)
-    w_q, w_k = sp.IndexedBase("W^Q", real=True), sp.IndexedBase("W^K", real=True)
+    w_q, w_k = sp.IndexedBase("W_{qry}", real=True), sp.IndexedBase("W_{key}", real=True)
 
     def project(w, m, col):  # (x_m W)_col = Σ_c x_{m,c} W_{c,col}
         return sp.Sum(x[m, ch] * w[ch, col], (ch, 1, c))
@@ -221,9 +221,9 @@ def _keys_and_kernels():
 
 
 def key_dependent_is_dynamic_conv(predictor: str = "key", clipped: bool = True) -> ProofResult:
-    """Equivalence 3: the key-dependent term (x_j W^K)·c_{clip(j-i)} / sqrt(D_h) is a dynamic convolution whose
+    """Equivalence 3: the key-dependent term (x_j W_key)·c_{clip(j-i)} / sqrt(D_h) is a dynamic convolution whose
     weight at offset δ is predicted from the token it reads: κ_i[δ] = γ_{i+δ}[clip(δ)] with
-    γ_m[t] = (x_m W^K)·c_t / sqrt(D_h). Symbolic in i, j, C, D_h and k.
+    γ_m[t] = (x_m W_key)·c_t / sqrt(D_h). Symbolic in i, j, C, D_h and k.
 
     ``predictor="query"`` claims κ_i[δ] = γ_i[clip(δ)], a kernel predicted from the query (false);
     ``clipped=False`` claims κ_i[δ] = γ_{i+δ}[δ], the embedding read without clipping (false).
@@ -244,7 +244,7 @@ def key_dependent_is_dynamic_conv(predictor: str = "key", clipped: bool = True) 
     kernel = gamma(reader, _clip_symbolic(delta, k) if clipped else delta)  # κ_i[δ]
     return verify_equal(
         f"key-dependent term = dynamic conv predicted from the {predictor}",
-        f"(x_j W^K)·c_clip(j-i)/√D_h = κ_i[j-i], κ_i[δ] = γ_{'i+δ' if predictor == 'key' else 'i'}[clip(δ)]",
+        f"(x_j W_key)·c_clip(j-i)/√D_h = κ_i[j-i], κ_i[δ] = γ_{'i+δ' if predictor == 'key' else 'i'}[clip(δ)]",
         lhs, kernel.subs(delta, j - i), simplify=sum_simplify,
         scope="definition", variables=("i", "j", "C", "D_h", "k"),
     )
@@ -253,8 +253,8 @@ def key_dependent_is_dynamic_conv(predictor: str = "key", clipped: bool = True) 
 def composite_is_sum_of_kernels(key_predictor: str = "key", fixed_clipped: bool = True) -> ProofResult:
     """Composite attention = softmax of content logits plus a sum of three convolution kernels.
 
-    The logits L_ij = q_i·k_j/√D_h + b_clip(δ) + q_i·a_clip(δ)/√D_h + k_j·c_clip(δ)/√D_h (δ = j - i) equal
-    M_ij + κ_i[δ] with the content matrix M_ij = q_i·k_j/√D_h and κ the sum of three relative kernels, each
+    The logits e_ij = q_i·(x_j W_key)/√D_h + b_clip(δ) + q_i·a_clip(δ)/√D_h + (x_j W_key)·c_clip(δ)/√D_h (δ = j - i) equal
+    M_ij + κ_i[δ] with the content matrix M_ij = q_i·(x_j W_key)/√D_h and κ the sum of three relative kernels, each
     built only from what it is claimed to depend on:
 
     - fixed κ[δ] = b_clip(δ): no token (a lightweight convolution);
@@ -287,10 +287,10 @@ def composite_is_sum_of_kernels(key_predictor: str = "key", fixed_clipped: bool 
     key = sp.Sum(project(w_k, reader, dd) * emb[tap, dd], (dd, 1, d)) / root  # γ_reader[tap]
     return verify_equal(
         f"composite logits = content + three relative kernels (key kernel from the {key_predictor})",
-        "L_ij = M_ij + κ^fixed[δ] + κ^query_i[δ] + κ^key_i[δ] at δ = j - i; only the κ's are convolutions",
+        "e_ij = M_ij + κ^fixed[δ] + κ^query_i[δ] + κ^key_i[δ] at δ = j - i; only the κ's are convolutions",
         logit, content + (fixed + query + key).subs(delta, j - i), simplify=sum_simplify,
         scope="definition", variables=("i", "j", "C", "D_h", "k"),
-        latex=r"\begin{aligned} \alpha_{ij} &= \frac{q_i \cdot k_j}{\sqrt{D_h}} + \kappa^{f}[\delta]"
+        latex=r"\begin{aligned} e_{ij} &= \frac{q_i \cdot X_j W_{key}}{\sqrt{D_h}} + \kappa^{f}[\delta]"
               r" + \kappa^{q}_i[\delta] + \kappa^{k}_i[\delta], \\ \delta &= j - i \end{aligned}",
     )
 

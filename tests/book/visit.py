@@ -1,0 +1,221 @@
+"""One visit per page and width: the built book is opened once at 1400 px and once at 400 px, and everything the
+browser checks need is read in that one load, in an order that leaves the clicks to the end.
+
+Before, each test module opened every page on its own, about eight loads of each chapter in all; most of the
+time went to loading and typesetting the same page again. :class:`Visits` keeps each page's reading for the whole
+session, so that each module's tests assert on the same load. A visit reads, in order:
+
+1. what the page fetched (failed and external requests, the files and their sizes), once MathJax has typeset,
+   book.js has sized the figures and no file has arrived for half a second;
+2. what a reader sees, before any click: the reader checks (``reader_checks``), the chrome (numbering, headings,
+   the sidebar, long equations, the page's width), the shape checks (``shape_checks``), icons and TeX errors, and
+   a full-page screenshot of each chapter (``_build/screens``);
+3. what clicks do: the sidebar toggles, the folded solution code, the links in the solutions' titles (at 400 px),
+   every viewer's controls (at 1400 px), and last a resize from 400 to 1400 px, after which no scroll cue may be
+   left on a box that fits.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from .chrome_checks import BOXES_JS, HEADINGS_JS, MATH_SCROLL_JS, SIDEBAR_JS, check_solutions, check_toggles
+from .reader_checks import (CAPTION_JS, CODE_JS, CURSOR_JS, IMAGES_JS, MATH_JS, MIN_TEXT_PX, SEARCH_JS, TEXT_JS,
+                            VIEWER_JS, image_bytes, tiny_image_text, viewer_problems)
+from .shape_checks import (EQUATION_SCROLL_JS, FIGURE_FIT_JS, FIGURE_WORDS_JS, FIRST_SCREEN_PX, STALE_MARKS_JS,
+                           STRUCTURE_JS, png_texts, raw_subscripts, tap_solution_links)
+
+WIDE, NARROW = 1400, 400
+MAX_PAGE_PX = 60_000  # at 1400 px: a reference page longer than this is split (the API reference was 217,508 px)
+
+_ICONS_JS = """() => Array.from(document.querySelectorAll('i[class*="fa-"], span[class*="fa-"]'))
+  .filter(e => e.getClientRects().length).map(e => ({cls: e.className, width: e.getBoundingClientRect().width,
+    family: getComputedStyle(e, '::before').fontFamily, glyph: getComputedStyle(e, '::before').content}))"""
+# A TeX error, or a macro that no loaded extension defines (drawn as red "\\name" by noundefined; the assistive
+# MathML beside each formula keeps it as an <mtext mathcolor="red">).
+_TEX_ERRORS_JS = """() => document.querySelectorAll('mjx-merror').length + Array.from(
+    document.querySelectorAll('mjx-assistive-mml mtext[mathcolor=red]'))
+    .filter(e => e.textContent.startsWith('\\\\')).length"""
+_FETCHED_JS = "() => [location.href, ...performance.getEntriesByType('resource').map(e => e.name)]"
+_PROSE_JS = """() => { const a = document.querySelector('article').cloneNode(true);
+  a.querySelectorAll('div.cell, .highlight, script').forEach(e => e.remove()); document.body.appendChild(a);
+  const t = a.innerText; a.remove(); return t; }"""
+_FRAMES_JS = """() => Array.from(document.querySelectorAll('article img.av-frame'))
+  .filter(i => i.getBoundingClientRect().width > 0)
+  .map(i => ({src: i.src, natural: i.naturalWidth, shown: i.getBoundingClientRect().width}))"""
+
+
+@dataclass
+class Visit:
+    """What one page at one width showed, and what happened when it was clicked."""
+
+    page: str
+    width: int
+    failed: list[str] = field(default_factory=list)  # requests that failed or answered >= 400
+    external: list[str] = field(default_factory=list)  # requests that would have left the machine (blocked)
+    files: dict[str, int] = field(default_factory=dict)  # every built file the page fetched -> its size
+    load_errors: list[str] = field(default_factory=list)  # uncaught errors and console errors while loading
+    math_elements: int = 0
+    math_errors: int = 0
+    colab_links: list[str] = field(default_factory=list)
+    widgets: int = 0
+    icons: list[dict] = field(default_factory=list)
+    reader: dict[str, list[str]] = field(default_factory=dict)  # reader-check name -> problems
+    shape: dict = field(default_factory=dict)  # shape-check name -> problems or measures
+    chrome: dict = field(default_factory=dict)  # text, prose, boxes, headings, sidebar, wide_math, ...
+    screenshot: Path | None = None
+    clicks: dict[str, list[str]] = field(default_factory=dict)  # toggles, solutions, links, viewers, resize
+
+
+def _settle(page, site: str) -> None:
+    """Wait for MathJax's typesetting, book.js's figure sizing, the fonts, and half a second with no new file."""
+    if page.evaluate("() => !!(window.MathJax && MathJax.startup && MathJax.startup.promise)"):
+        page.evaluate("() => MathJax.startup.promise")
+    if page.locator("script[src*='book.js']").count():
+        page.wait_for_selector("html[data-figures-legible]", state="attached", timeout=15_000)
+    page.evaluate("() => document.fonts.ready.then(() => true)")
+    seen, quiet = -1, 0
+    for _ in range(40):
+        count = page.evaluate("() => performance.getEntriesByType('resource').length")
+        quiet = quiet + 1 if count == seen else 0
+        if quiet >= 2:
+            break
+        seen = count
+        page.wait_for_timeout(250)
+
+
+def _files(urls: list[str], html: Path) -> dict[str, int]:
+    files = {}
+    for url in urls:
+        path = unquote(urlparse(url).path).lstrip("/")
+        local = html / (path or "index.html")
+        if local.is_dir():
+            local = local / "index.html"
+        if local.is_file():
+            files[str(local.relative_to(html))] = local.stat().st_size
+    return files
+
+
+def _reader_checks(page, site: str, html: Path, width: int) -> dict[str, list[str]]:
+    found = {"maths": page.evaluate(MATH_JS), "captions": page.evaluate(CAPTION_JS),
+             "text": page.evaluate(TEXT_JS, MIN_TEXT_PX), "cursor": page.evaluate(CURSOR_JS),
+             "search": page.evaluate(SEARCH_JS), "code": page.evaluate(CODE_JS), "viewers": page.evaluate(VIEWER_JS)}
+    images = page.evaluate(IMAGES_JS)
+    frames = page.evaluate(_FRAMES_JS)
+    # Figures and a viewer's frames are judged at both widths, as shown: a phone reader reads them in place.
+    judged = images + [f for f in frames if f not in images]
+    found["image text"] = tiny_image_text(judged, lambda src: image_bytes(src, html, site))
+    height = page.evaluate("() => document.documentElement.scrollHeight")
+    found["height"] = [f"the page is {height} px tall"] if width == WIDE and height > MAX_PAGE_PX else []
+    return found
+
+
+def _figure_words(page, site: str, html: Path) -> list[str]:
+    """Raw subscripts in each figure's caption, alt text and the words its PNGs declare."""
+    out = []
+    for figure in page.evaluate(FIGURE_WORDS_JS):
+        texts = [figure["caption"], *figure["alts"]]
+        for src in figure["srcs"]:
+            data = image_bytes(src, html, site)
+            if data and data.startswith(b"\x89PNG"):
+                texts += png_texts(data)
+        out += [f"{figure['name']}: {t!r}" for t in raw_subscripts(texts)]
+    return out
+
+
+def visit(browser, site: str, html: Path, page_path: str, width: int, screens: Path | None = None,
+          chapters: int = 1) -> Visit:
+    """Open ``page_path`` at ``width`` once and read everything (see the module's docstring). ``chapters``: how many
+    links the sidebar must show (one per chapter)."""
+    result = Visit(page_path, width)
+    chapter = page_path.startswith("notebooks/")
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.add_init_script("performance.setResourceTimingBufferSize(5000)")
+    errors: list[str] = []
+    page.on("pageerror", lambda err: errors.append(f"uncaught: {err}"))
+    page.on("console", lambda msg: msg.type == "error" and errors.append(f"console: {msg.text}"))
+    page.on("requestfailed", lambda req: req.url.startswith(site) and result.failed.append(req.url))
+    page.on("response", lambda resp: resp.status >= 400 and result.failed.append(f"{resp.status} {resp.url}"))
+
+    def block(route):  # only requests that would leave the machine come here; the book's own go straight through
+        result.external.append(route.request.url)
+        route.abort()
+
+    page.route(re.compile(rf"^(?!{re.escape(site)}/|data:|blob:|about:)"), block)
+    try:
+        page.goto(f"{site}/{page_path}", wait_until="load")
+        _settle(page, site)
+        result.load_errors = list(errors)
+        result.files = _files(page.evaluate(_FETCHED_JS), html)
+        result.math_elements = page.evaluate("() => document.querySelectorAll('mjx-container').length")
+        result.math_errors = page.evaluate(_TEX_ERRORS_JS)
+        result.colab_links = page.eval_on_selector_all("a[href*='colab.research.google.com']",
+                                                       "els => els.map(e => e.href)")
+        result.widgets = page.evaluate("() => document.querySelectorAll('.jupyter-widgets, .widget-slider').length")
+        result.icons = page.evaluate(_ICONS_JS) if width == WIDE else []
+        result.chrome["page_width"] = page.evaluate("() => document.documentElement.scrollWidth")
+        if page.locator("article").count():
+            result.reader = _reader_checks(page, site, html, width)
+        if chapter:
+            _read_chapter(page, site, html, width, result, screens)
+            _click_chapter(page, width, result, errors, chapters)
+    finally:
+        context.close()
+    return result
+
+
+def _read_chapter(page, site: str, html: Path, width: int, result: Visit, screens: Path | None) -> None:
+    result.chrome.update(
+        text=page.locator("article").inner_text(), prose=page.evaluate(_PROSE_JS), boxes=page.evaluate(BOXES_JS),
+        headings=page.evaluate(HEADINGS_JS), sidebar=page.evaluate(SIDEBAR_JS),
+        wide_math=page.evaluate(MATH_SCROLL_JS), viewers=page.locator(".attnconv-viewer").count(),
+        admonitions=page.eval_on_selector_all("article .admonition > .admonition-title",
+                                              "els => els.map(e => e.innerText.trim())"))
+    if width == NARROW:
+        result.shape.update(figure_fit=page.evaluate(FIGURE_FIT_JS), equations=page.evaluate(EQUATION_SCROLL_JS))
+    else:
+        result.shape.update(structure=page.evaluate(STRUCTURE_JS, FIRST_SCREEN_PX),
+                            figure_words=_figure_words(page, site, html))
+    if screens is not None:
+        screens.mkdir(parents=True, exist_ok=True)
+        result.screenshot = screens / f"{Path(result.page).stem}-{width}.jpg"
+        page.screenshot(path=str(result.screenshot), full_page=True, type="jpeg", quality=70)
+
+
+def _click_chapter(page, width: int, result: Visit, errors: list[str], chapters: int) -> None:
+    result.clicks["toggles"] = check_toggles(page, width, chapters)
+    cells, problems = check_solutions(page)
+    result.clicks["solution cells"], result.clicks["solutions"] = cells, problems
+    if width == NARROW:
+        errors.clear()
+        result.clicks["solution links"] = tap_solution_links(page) + [f"page error: {e}" for e in errors
+                                                                      if e.startswith("uncaught")]
+        errors.clear()
+        page.set_viewport_size({"width": WIDE, "height": 900})  # a phone turned into a desktop window
+        page.wait_for_timeout(400)
+        result.clicks["resize"] = page.evaluate(STALE_MARKS_JS)
+    else:
+        errors.clear()  # from here on only the viewers' own errors
+        result.clicks["viewers"] = viewer_problems(page)
+        result.clicks["viewer errors"] = [e for e in errors if e.startswith("uncaught")]
+        result.clicks["leftover widgets"] = page.locator(".widget-slider, .jupyter-widgets").count()
+
+
+class Visits:
+    """Each (page, width) visited once per session, on first use."""
+
+    def __init__(self, browser, site: str, html: Path, screens: Path):
+        self.browser, self.site, self.html, self.screens = browser, site, html, screens
+        self.chapters = len(list((html / "notebooks").glob("[0-9][0-9]_*.html")))
+        self._done: dict[tuple[str, int], Visit] = {}
+
+    def __call__(self, page_path: str, width: int = WIDE) -> Visit:
+        key = (page_path, width)
+        if key not in self._done:
+            self._done[key] = visit(self.browser, self.site, self.html, page_path, width, self.screens,
+                                    self.chapters)
+        return self._done[key]
