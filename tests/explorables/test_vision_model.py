@@ -20,7 +20,7 @@ from .conftest import check_layout, open_page, touch_drag
 
 ID = "ch06-model"
 ROOT = Path(__file__).resolve().parents[2]
-COMMITTED = ROOT / "results" / "cpu-long-sa-quadratic" / "explorable-weights.json"
+COMMITTED = ROOT / "results" / "cpu-long-sa-quadratic-rerun" / "explorable-weights.json"
 LOGIT_TOL, ATTENTION_TOL = 1e-5, 1e-6  # float32 inputs (normalize) against the page's float64: ~1e-7
 
 
