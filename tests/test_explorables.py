@@ -77,3 +77,62 @@ def test_references_agree_with_the_theorem_and_with_the_boundary_rule():
     assert np.allclose(b["renormalized"], 1) and np.allclose(b["attention"].sum(1), 1)
     assert np.allclose(b["zero_padded"][2:-2], 1) and b["zero_padded"][0, 0] < 1
     assert np.allclose(b["attention"] @ np.ones((9, 1)), b["renormalized"])
+
+
+def test_chapter03_numbers_on_the_airplane():
+    """Twin of chapter 03's check of the numbers its prose quotes for the explorable."""
+    from attnconv.explorables.construction import PRESETS, grey_images
+
+    plane, taps = grey_images()[0], [[a - 1.0, b - 1.0] for a in range(3) for b in range(3)]
+    x = {"image": (plane["pixels"] / 255).tolist(), "centers": taps, "query": [16, 16]}
+    gap = {a: construction_reference({**x, "kernel": PRESETS["edge"], "alpha": a})["max_difference"]
+           for a in (1, 10, 20, 50)}
+    shifted = [list(t) for t in taps]
+    shifted[4] = [0.0, 1.0]
+    broken = construction_reference({**x, "kernel": PRESETS["identity"], "alpha": 100.0, "centers": shifted})
+    assert gap[1] > gap[10] > gap[20] > gap[50] == 0 and broken["max_difference"] > 0.05
+    if plane["real"]:
+        assert round(gap[1], 1) == 2.3 and 4e-4 < gap[10] < 6e-4 and 1e-8 < gap[20] < 3e-8
+        assert round(broken["max_difference"], 2) == 0.76
+
+
+def test_chapter02_untrained_layer_is_nearly_flat_at_temperature_60():
+    """Twin of chapter 02's check: dividing the sharpened layer's logits by 60 gives back a nearly uniform map."""
+    from attnconv.explorables.attention_map import chapter_layer, colour_images
+    from attnconv.explorables.attention_map import reference as attention_reference
+
+    layer = chapter_layer()
+    x = {"image": (colour_images()[0]["pixels"] / 255).tolist(), "head": 0,
+         **{f"{n}{p}": getattr(getattr(layer, f"{p}_proj"), part).tolist()
+            for n, part in (("w", "weight"), ("b", "bias")) for p in ("q", "k")}}
+    worst = {t: max(np.abs(attention_reference({**x, "temperature": t, "query": [r, c]})["heads"] * 256 - 1).max()
+                    for r in range(0, 16, 3) for c in range(0, 16, 3)) for t in (1.0, 60.0)}
+    assert worst[60.0] < 0.2 < 3 < worst[1.0]
+
+
+def test_chapter05_numbers_of_the_bias_explorable():
+    """Twin of chapter 05's check: the mass zero padding keeps at the first word, and the interior agreement."""
+    from attnconv.explorables.bias_kernel import sentence_features
+
+    _, features, _ = sentence_features()
+    start = bias_reference({"bias": [-1.0, 1.0, 2.0, 1.0, -1.0], "features": features.tolist()})
+    flat = bias_reference({"bias": [0.0] * 9, "features": features.tolist()})
+    assert round(start["zero_padded"][0, 0], 2) == 0.77 and abs(flat["zero_padded"][0, 0] - 5 / 9) < 1e-12
+    assert abs(start["renormalized"][:, 0] - 1).max() < 1e-12
+    assert abs(flat["renormalized"][4:-4] - flat["zero_padded"][4:-4]).max() < 1e-12
+    assert abs(flat["renormalized"][:4] - flat["zero_padded"][:4]).max() > 0.1
+
+
+def test_chapter06_committed_page_weights():
+    """Twin of chapter 06's check of the committed page weights: the epoch-3 record, its recorded classes, its heads."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "results" / "cpu-long-sa-quadratic-rerun" / "explorable-weights.json"
+    weights = json.loads(path.read_text())
+    assert path.stat().st_size <= 300_000 and "epoch 3 of 12" in weights["source"]
+    assert weights["checks"]["predicted"] == [0, 9, 2, 3, 4, 5, 2, 2, 8, 1]
+    model = load_weights(weights)
+    alphas = torch.cat([b.attn.positional.log_alpha.exp() for b in model.blocks])
+    reach = torch.cat([b.attn.positional.centers.norm(dim=-1) for b in model.blocks])
+    assert 0.1 < alphas.min() < 0.105 and 2.1 < alphas.max() < 2.2
+    assert int((reach > 1).sum()) == 24 and 6 < reach.max() < 6.5

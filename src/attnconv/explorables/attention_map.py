@@ -44,7 +44,7 @@ def colour_images(indices: Sequence[int] = TEST_IMAGES) -> list[dict[str, Any]]:
     return out
 
 
-def chapter_layer(seed: int = 0, sharpen: float = 8.0) -> MultiHeadSelfAttention:
+def chapter_layer(seed: int = 0, sharpen: float = 60.0) -> MultiHeadSelfAttention:
     """An untrained 4-head layer over 12-channel tokens, its queries scaled by ``sharpen`` (chapter 02's layer)."""
     torch.manual_seed(seed)
     layer = MultiHeadSelfAttention(embed_dim=12, num_heads=4).double()

@@ -56,7 +56,7 @@
   }
   body.innerHTML =
     '<div class="ax-controls"><label>image <select class="ax-image">' + opts + "</select></label>" + headButtons + "</div>" +
-    '<div class="ax-controls"><label>temperature τ <input type="range" class="ax-temp" min="-1" max="1" step="0.01" value="0" aria-label="temperature"></label>' +
+    '<div class="ax-controls"><label>temperature τ <input type="range" class="ax-temp" min="-1" max="2" step="0.01" value="0" aria-label="temperature"></label>' +
     '<span class="ax-temp-value ax-number"></span><label><input type="checkbox" class="ax-log"> log colour scale</label></div>' +
     '<div class="ax-row"><div class="ax-panel"><canvas class="ax-input av-clickable" style="width: 160px; height: 160px"></canvas><div class="ax-caption">tap a pixel: the query</div></div>' +
     '<div class="ax-panel"><canvas class="ax-map av-clickable" style="width: 160px; height: 160px"></canvas><div class="ax-caption ax-map-label"></div></div>' +
