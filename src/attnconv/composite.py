@@ -20,8 +20,9 @@ key, so their table is this layer's ``key_term.embedding`` with its rows reverse
 
 The layer takes any length N ≤ ``max_length`` and a padding mask, with or without the content term. It never
 builds a per-batch or per-head index: each relative term is a band ``(..., N, 2k+1)`` spread over the logits
-with one shared index, and queries are processed in chunks of T rows, so the largest temporary is
-``(B, N_h, T, N)``: about 2^19 logits, and at least 64 rows, unless ``query_chunk`` fixes T.
+with one index shared by the terms, and queries are processed in chunks of T rows, each with its own ``(T, N)``
+index, so the largest temporary is ``(B, N_h, T, N)``: about 2^19 logits, and at least 64 rows, unless
+``query_chunk`` fixes T. Nothing of size N × N is built unless ``need_weights`` asks for the probabilities.
 """
 
 from __future__ import annotations
@@ -422,7 +423,6 @@ class CompositeAttention(MultiHeadSelfAttention):
         if x.dtype == torch.float16:  # logits in float32: float16 overflows at 65504
             q, kt = (None if t is None else t.float() for t in (q, kt))
             bands = {frame: band.float() for frame, band in bands.items()}
-        index = relative_index(n, self.max_distance, device=x.device)  # (N, N), shared by every term and chunk
         chunk = self.query_chunk or max(64, CHUNK_LOGITS // (x.shape[0] * self.num_heads * n))
         starts = range(0, n, chunk)
         # Per-query tensors are split into chunks once: their gradients are then joined once, not zero-padded per chunk.
@@ -436,7 +436,8 @@ class CompositeAttention(MultiHeadSelfAttention):
         for start, q_chunk, query_chunk in zip(starts, q_rows, query_rows):
             rows = slice(start, min(start + chunk, n))
             chunk_bands = {"query": query_chunk, "key": bands.get("key")}
-            logits = self._chunk_logits(rows, n, q_chunk, kt, chunk_bands, index[rows], pad)  # (B or 1, N_h, T, N)
+            index = relative_index(n, self.max_distance, rows, x.device)  # (T, N): shared by the terms, per chunk
+            logits = self._chunk_logits(rows, n, q_chunk, kt, chunk_bands, index, pad)  # (B or 1, N_h, T, N)
             probs = probs_like(softmax(logits, dim=-1), v)
             attended = F.dropout(probs, p_drop) if p_drop else probs
             heads.append(attended @ v)  # (B, N_h, T, D_h)
