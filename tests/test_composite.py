@@ -235,13 +235,15 @@ def test_the_composite_modules_are_small_and_keep_their_public_names():
     """The layer and its convolutional projections live in two modules under 400 lines; the old names still import."""
     import attnconv.composite as composite
     import attnconv.conv_projections as projections
+    import attnconv.lightconv as lightconv
 
-    for module in (composite, projections):
+    for module in (composite, projections, lightconv):
         with open(module.__file__, encoding="utf-8") as f:
             assert sum(1 for _ in f) < 400, module.__name__
     for name in composite.__all__:
         assert getattr(composite, name) is not None
     assert composite.GroupedConv1d is projections.GroupedConv1d
     assert composite.MixedProjection is projections.MixedProjection
+    assert lightconv.DepthwiseSeparableConv1d is projections.DepthwiseSeparableConv1d
     assert set(composite.__all__) >= {"RelativeLogitSum", "CompositeAttention", "GroupedConv1d", "MixedProjection",
                                       "CONV_PROJECTIONS", "MIXED_SPLITS", "VALUE_CONV_SCALES"}

@@ -1,7 +1,7 @@
 """Convolutional projections (Chang et al. 2021): queries, keys or values computed by a convolution.
 
 Chang et al. replace the linear query, key and value maps of self-attention by convolutions over the sequence:
-a depthwise-separable one (:class:`~attnconv.lightconv.DepthwiseSeparableConv1d`, optionally with a GELU between
+a depthwise-separable one (:class:`DepthwiseSeparableConv1d`, optionally with a GELU between
 its steps), one grouped convolution (:class:`GroupedConv1d`), or, in their "mixed" variant, a convolution for the
 first channels and a linear map for the rest (:class:`MixedProjection`). :class:`~attnconv.composite.CompositeAttention`
 builds them from its ``conv_projections`` options.
@@ -12,17 +12,71 @@ from __future__ import annotations
 from typing import Mapping
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import int_at_least, positive_int
-from .lightconv import DepthwiseSeparableConv1d, odd_kernel_size
+from .taps import check_padding_mask, check_tokens, odd_kernel_size
 
-__all__ = ["GroupedConv1d", "MixedProjection", "conv_projection", "CONV_PROJECTIONS", "MIXED_SPLITS",
-           "VALUE_CONV_SCALES", "projection_kernel_sizes", "value_branch"]
+__all__ = ["DepthwiseSeparableConv1d", "GroupedConv1d", "MixedProjection", "conv_projection", "ACTIVATIONS",
+           "CONV_PROJECTIONS", "MIXED_SPLITS", "VALUE_CONV_SCALES", "projection_kernel_sizes", "value_branch"]
 
 CONV_PROJECTIONS = ("query", "key", "value")
 MIXED_SPLITS = ("heads", "channels")
+ACTIVATIONS = (None, "gelu")  # between the depthwise and pointwise steps of a DepthwiseSeparableConv1d
 VALUE_CONV_SCALES = ("zero", "fixed", "per_head")
+
+
+class DepthwiseSeparableConv1d(nn.Module):
+    """A depthwise 1-D convolution ("same" zero padding) followed by a pointwise linear map.
+
+    A drop-in replacement for the ``nn.Linear`` query, key or value projection of an attention layer: the
+    convolutional injection points of Chang et al. 2021. Each output token then mixes the 2k+1 tokens around it
+    before the pointwise map.
+
+    Args:
+        in_channels: C_in.
+        out_channels: C_out.
+        kernel_size: 2k+1, odd.
+        bias: biases on the depthwise and pointwise steps.
+        activation: ``None`` (a linear map of the window, so equal to one ``nn.Conv1d``) or ``"gelu"``, a GELU
+            between the two steps, the default of Chang et al.'s code. With it the projection is no longer linear
+            in X, so it has no single-convolution (or attention) counterpart.
+
+    Shapes:
+        x: ``(B, N, C_in)`` -> ``(B, N, C_out)``. Pass ``key_padding_mask`` (bool ``(B, N)``) so that padded
+        tokens read as zero padding, which makes a padded batch agree with its unpadded sequences.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, bias: bool = True,
+                 activation: str | None = None) -> None:
+        super().__init__()
+        self.in_channels = positive_int("in_channels", in_channels)
+        self.out_channels = positive_int("out_channels", out_channels)
+        self.max_distance = odd_kernel_size(kernel_size)
+        self.kernel_size = kernel_size
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+        self.activation = activation
+        self.depthwise = nn.Conv1d(in_channels, in_channels, kernel_size, padding=self.max_distance,
+                                   groups=in_channels, bias=bias)
+        self.pointwise = nn.Linear(in_channels, out_channels, bias=bias)
+
+    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
+        check_tokens(x, self.in_channels, dtype=self.pointwise.weight.dtype)
+        if x.shape[1] == 0:
+            raise ValueError("x must hold at least one token (N >= 1), got N = 0")
+        check_padding_mask(key_padding_mask, x)
+        if key_padding_mask is not None:
+            x = x.masked_fill(key_padding_mask[..., None], 0.0)
+        mixed = self.depthwise(x.transpose(1, 2)).transpose(1, 2)  # (B, N, C_in)
+        if self.activation == "gelu":
+            mixed = F.gelu(mixed)
+        return self.pointwise(mixed)
+
+    def extra_repr(self) -> str:
+        return (f"in_channels={self.in_channels}, out_channels={self.out_channels}, kernel_size={self.kernel_size}, "
+                f"activation={self.activation!r}")
 
 
 class GroupedConv1d(nn.Module):
@@ -78,7 +132,7 @@ class MixedProjection(nn.Module):
     """A projection whose first channels are a convolution and whose other channels are linear.
 
     Chang et al.'s "mixed" convolutional projections: of the N_h heads' query (key, value) channels, the first
-    ones come from a :class:`~attnconv.lightconv.DepthwiseSeparableConv1d` (or a :class:`GroupedConv1d`) and the
+    ones come from a :class:`DepthwiseSeparableConv1d` (or a :class:`GroupedConv1d`) and the
     rest from an ``nn.Linear``. By default the split falls between heads, after ``conv_heads`` heads; Chang et al.'s
     code splits at (N_h D_h) // 2 channels, which for an odd N_h falls inside a head (``conv_channels``).
 
@@ -87,7 +141,7 @@ class MixedProjection(nn.Module):
         head_dim: D_h.
         num_heads: N_h.
         conv_heads: how many heads (the first ones) are convolutional, 1 ≤ ``conv_heads`` < N_h.
-        kernel_size, bias, activation: as in :class:`~attnconv.lightconv.DepthwiseSeparableConv1d`.
+        kernel_size, bias, activation: as in :class:`DepthwiseSeparableConv1d`.
         groups: ``None`` (depthwise-separable) or G, a grouped convolution (:class:`GroupedConv1d`).
         conv_channels: the number of convolutional channels, if not ``conv_heads`` D_h (1 ≤ it < N_h D_h).
 
