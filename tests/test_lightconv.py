@@ -281,3 +281,21 @@ def test_overflow_of_finite_input_is_refused(dtype, scale):
     inf = x.clone()
     inf[0, 2, 0] = float("inf")
     assert torch.isinf(light(inf)).any() and torch.isinf(dynamic(x / scale, values=inf)).any()  # not an overflow
+
+
+def test_cut_long_kernel_renormalises_over_the_taps_that_reach_a_token():
+    """cut_long_kernel (causal only): for N < K the kernel's softmax covers its last N taps only; for N >= K nothing
+    changes. Non-causal use is refused."""
+    with pytest.raises(ValueError, match="cut_long_kernel needs causal=True"):
+        DynamicConv1d(4, 2, 5, cut_long_kernel=True)
+    torch.manual_seed(0)
+    full = DynamicConv1d(4, 2, 5, causal=True).double()
+    cut = DynamicConv1d(4, 2, 5, causal=True, cut_long_kernel=True).double()
+    cut.load_state_dict(full.state_dict())
+    short, long = torch.randn(2, 3, 4, **f64), torch.randn(2, 9, 4, **f64)
+    band = cut.band(short)
+    assert torch.equal(band[..., :2], torch.zeros_like(band[..., :2]))  # taps -4, -3 reach no token of 3
+    torch.testing.assert_close(band.sum(-1), torch.ones_like(band.sum(-1)), rtol=0, atol=1e-12)
+    torch.testing.assert_close(band[..., 2:], torch.softmax(full.kernel_logits(short)[..., 2:], -1), rtol=0, atol=0)
+    assert (full.band(short)[..., 2:].sum(-1) < 1 - 1e-3).all()  # all K taps: mass lost to the missing past
+    assert torch.equal(cut(long), full(long)) and not torch.allclose(cut(short), full(short))

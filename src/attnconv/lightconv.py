@@ -257,6 +257,10 @@ class DynamicConv1d(_HeadKernelConv1d):
             padded keys out of the softmax, as attention's padding mask does; ``"zeros"`` keeps them in it, reading
             zeros, which is fairseq's ``renorm_padding=True`` (it renormalises only at the sequence ends and zeroes
             padded tokens before the layer).
+        cut_long_kernel: ``causal`` only, and only when K > N: the softmax is over the last N taps, the only ones
+            that can reach a token, as in fairseq's unfolded path (``DynamicConv1dTBC._forward_unfolded``, the one
+            its decoder uses), instead of over all K (its expanded path, and the default, whose kernel does not
+            depend on N). The two differ only while N < K.
 
     Attributes:
         kernel_proj: ``nn.Linear(C, N_h (2k+1))``, the matrix W^D (head-major: head h's taps are columns
@@ -265,9 +269,14 @@ class DynamicConv1d(_HeadKernelConv1d):
 
     def __init__(self, embed_dim: int, num_heads: int, kernel_size: int, boundary: str = "zeros",
                  bias: bool = True, weight_dropout: float = 0.0, weight_softmax: bool = True,
-                 causal: bool = False, conv_bias: bool = False, padded_keys: str = "excluded") -> None:
+                 causal: bool = False, conv_bias: bool = False, padded_keys: str = "excluded",
+                 cut_long_kernel: bool = False) -> None:
         super().__init__(embed_dim, num_heads, kernel_size, boundary, weight_dropout, weight_softmax, causal,
                          padded_keys)
+        if cut_long_kernel and not self.causal:
+            raise ValueError("cut_long_kernel needs causal=True: fairseq cuts a kernel longer than the sequence only "
+                             "when its taps all read the past (padding_l = K - 1)")
+        self.cut_long_kernel = bool(cut_long_kernel)
         self.kernel_proj = nn.Linear(embed_dim, num_heads * kernel_size, bias=bias)
         self.conv_bias = nn.Parameter(torch.zeros(embed_dim)) if conv_bias else None
 
@@ -282,7 +291,11 @@ class DynamicConv1d(_HeadKernelConv1d):
         Padded tokens' kernels are predicted from zeros."""
         if key_padding_mask is not None:
             x = x.masked_fill(key_padding_mask[..., None], 0.0)
-        return self.normalise(self.kernel_logits(x), x.shape[1], key_padding_mask)
+        logits, n = self.kernel_logits(x), x.shape[1]
+        if self.cut_long_kernel and self.weight_softmax and self.kernel_size > n:  # taps 0..K-N-1 reach no token
+            cut = torch.arange(self.kernel_size, device=logits.device) < self.kernel_size - n
+            logits = logits.masked_fill(cut, float("-inf"))
+        return self.normalise(logits, n, key_padding_mask)
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, values: Tensor | None = None) -> Tensor:
         """Convolve ``values`` (default ``x``) with the kernels predicted from ``x``.
@@ -317,7 +330,8 @@ class DynamicConv1d(_HeadKernelConv1d):
         return _check_overflow(out if self.conv_bias is None else out + self.conv_bias, x, values)
 
     def extra_repr(self) -> str:
-        return super().extra_repr() + f", conv_bias={self.conv_bias is not None}"
+        return (super().extra_repr() + f", conv_bias={self.conv_bias is not None}, "
+                f"cut_long_kernel={self.cut_long_kernel}")
 
 
 class ProjectedConv1d(nn.Module):
