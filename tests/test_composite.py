@@ -8,6 +8,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from attnconv import CompositeAttention, MultiHeadSelfAttention
 from attnconv.composite import RelativeLogitSum
@@ -92,6 +93,41 @@ def test_equals_the_multihead_attention_path():
     base, _ = MultiHeadSelfAttention.forward(layer, x, key_padding_mask=mask)
     torch.testing.assert_close(ours, base, rtol=0, atol=1e-12)
 
+
+
+class _LargestIntegerTensor(TorchDispatchMode):
+    """Records the largest storage (in bytes) of any int64 tensor an operation creates: the relative indices."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in (out if isinstance(out, (tuple, list)) else (out,)):
+            if isinstance(t, torch.Tensor) and t.dtype == torch.int64:
+                self.largest = max(self.largest, t.untyped_storage().nbytes())
+        return out
+
+
+@pytest.mark.parametrize("window", [False, True])
+@pytest.mark.parametrize("terms", [dict(fixed=True, query_dynamic=True, key_dynamic=True),
+                                   dict(fixed=False, content=True)])
+def test_index_memory_follows_query_chunk(window, terms):
+    """A chunked call builds its relative index per chunk, (T, N), never (N, N), and gives the unchunked output."""
+    torch.manual_seed(0)
+    n, chunk = 96, 8
+    layer = CompositeAttention(8, 2, 3, max_length=n, window=window, query_chunk=chunk, **terms).double()
+    x = torch.randn(2, n, 8, **f64)
+    mask = torch.zeros(2, n, dtype=torch.bool)
+    mask[1, 80:] = True
+    with _LargestIntegerTensor() as seen:
+        out, probs = layer(x, key_padding_mask=mask, need_weights=True)
+    assert 0 < seen.largest <= 8 * chunk * n  # the old shared index took 8 N^2 bytes, 12 times more here
+    layer.query_chunk = n
+    whole, whole_probs = layer(x, key_padding_mask=mask, need_weights=True)
+    torch.testing.assert_close(out, whole, rtol=0, atol=1e-13)
+    torch.testing.assert_close(probs, whole_probs, rtol=0, atol=1e-13)
 
 @settings(max_examples=10, deadline=None)
 @given(n=st.integers(1, 10), pad=st.integers(1, 6), window=st.booleans(), seed=st.integers(0, 2**16))
@@ -193,3 +229,21 @@ def test_mismatched_heads():
         RelativeLogitSum([RelativePositionBias(2, 1), RelativePositionBias(3, 1)])
     with pytest.raises(ValueError, match="terms must hold at least one"):
         RelativeLogitSum([])
+
+
+def test_the_composite_modules_are_small_and_keep_their_public_names():
+    """The layer and its convolutional projections live in two modules under 400 lines; the old names still import."""
+    import attnconv.composite as composite
+    import attnconv.conv_projections as projections
+    import attnconv.lightconv as lightconv
+
+    for module in (composite, projections, lightconv):
+        with open(module.__file__, encoding="utf-8") as f:
+            assert sum(1 for _ in f) < 400, module.__name__
+    for name in composite.__all__:
+        assert getattr(composite, name) is not None
+    assert composite.GroupedConv1d is projections.GroupedConv1d
+    assert composite.MixedProjection is projections.MixedProjection
+    assert lightconv.DepthwiseSeparableConv1d is projections.DepthwiseSeparableConv1d
+    assert set(composite.__all__) >= {"RelativeLogitSum", "CompositeAttention", "GroupedConv1d", "MixedProjection",
+                                      "CONV_PROJECTIONS", "MIXED_SPLITS", "VALUE_CONV_SCALES"}

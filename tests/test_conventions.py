@@ -208,19 +208,22 @@ def convit_rel_indices(side):
     return torch.stack([indx, indy, indx**2 + indy**2], dim=-1).to(D)  # (N, N, 3)
 
 
-def gpsa_reference(x, qk_w, v_w, proj_w, proj_b, pos_w, pos_b, gating):
-    """timm's GPSA forward (no qkv bias): gated sum of a content and a positional softmax, renormalised."""
+def gpsa_reference(x, qk_w, v_w, proj_w, proj_b, pos_w, pos_b, gating, qk_b=None, v_b=None):
+    """timm's GPSA forward: gated sum of a content and a positional softmax, renormalised. ``qk_b`` (2C) and ``v_b``
+    (C) are the biases of ``qk`` and ``v`` that ``qkv_bias=True`` adds (none by default)."""
     b, n, c = x.shape
     heads = gating.shape[0]
     d = c // heads
-    qk = (x @ qk_w.T).reshape(b, n, 2, heads, d).permute(2, 0, 3, 1, 4)
+    qk_b = torch.zeros(2 * c) if qk_b is None else qk_b
+    v_b = torch.zeros(c) if v_b is None else v_b
+    qk = (x @ qk_w.T + qk_b).reshape(b, n, 2, heads, d).permute(2, 0, 3, 1, 4)
     q, k = qk[0], qk[1]
     pos_score = (convit_rel_indices(math.isqrt(n)) @ pos_w.T + pos_b).permute(2, 0, 1)[None]  # (1, N_h, N, N)
     patch = torch.softmax(q @ k.transpose(-2, -1) * d**-0.5, dim=-1)
     gate = torch.sigmoid(gating).view(1, -1, 1, 1)
     attn = (1 - gate) * patch + gate * torch.softmax(pos_score, dim=-1)
     attn = attn / attn.sum(dim=-1, keepdim=True)
-    v = (x @ v_w.T).reshape(b, n, heads, d).permute(0, 2, 1, 3)
+    v = (x @ v_w.T + v_b).reshape(b, n, heads, d).permute(0, 2, 1, 3)
     return (attn @ v).transpose(1, 2).reshape(b, n, c) @ proj_w.T + proj_b
 
 
@@ -246,28 +249,40 @@ def test_convit_row_from_kernel_is_not_convits_init_for_even_k():
     _differs(ours, theirs, by=0.5)  # without the transpose
 
 
+@pytest.mark.parametrize("qkv_bias", [False, True])
 @pytest.mark.parametrize("num_heads", [4, 9])
-def test_convit_row_gated_gpsa_equals_timms_forward(num_heads, float64_default):
+def test_convit_row_gated_gpsa_equals_timms_forward(num_heads, qkv_bias, float64_default):
+    """With ``qkv_bias``: ``q_proj.bias`` / ``k_proj.bias`` = first / last C entries of ``qk.bias``, ``v_proj.bias`` =
+    ``v.bias``."""
     torch.manual_seed(3)
     c, side = 2 * num_heads, 4
     x = _randn(2, side * side, c)
     qk_w, v_w, proj_w, proj_b = _randn(2 * c, c, scale=0.4), _randn(c, c, scale=0.4), _randn(c, c), _randn(c)
     pos_w = convit_local_init_weight(num_heads, 1.3) + 0.1 * _randn(num_heads, 3)
     pos_b, gating = _randn(num_heads), _randn(num_heads)
-    theirs = gpsa_reference(x, qk_w, v_w, proj_w, proj_b, pos_w, pos_b, gating)
+    qk_b, v_b = (_randn(2 * c), _randn(c)) if qkv_bias else (None, None)
+    theirs = gpsa_reference(x, qk_w, v_w, proj_w, proj_b, pos_w, pos_b, gating, qk_b, v_b)
 
-    def layer_for(feature_order):
-        layer = GatedPositionalSelfAttention(c, num_heads, QuadraticEncoding.from_positional_query(pos_w[:, feature_order]))
+    def layer_for(feature_order, biases=(qk_b, v_b)):
+        layer = GatedPositionalSelfAttention(c, num_heads, QuadraticEncoding.from_positional_query(pos_w[:, feature_order]),
+                                             qkv_bias=qkv_bias)
         for param, value in ((layer.q_proj.weight, qk_w[:c]), (layer.k_proj.weight, qk_w[c:]),
                              (layer.v_proj.weight, v_w), (layer.out_proj.weight, proj_w),
                              (layer.out_proj.bias, proj_b), (layer.gating, gating)):
             _copy(param, value)
+        if qkv_bias:
+            for param, value in ((layer.q_proj.bias, biases[0][:c]), (layer.k_proj.bias, biases[0][c:]),
+                                 (layer.v_proj.bias, biases[1])):
+                _copy(param, value)
         return layer
 
     ours = layer_for([2, 1, 0])(x.view(2, side, side, c))[0].view(2, side * side, c)
     _close(ours, theirs)
     literal = layer_for([2, 0, 1])(x.view(2, side, side, c))[0].view(2, side * side, c)  # their δ_col taken as our δ_row
     _differs(literal, theirs)
+    if qkv_bias:  # the query and key halves of qk.bias swapped
+        swapped = layer_for([2, 1, 0], (qk_b.roll(c), v_b))(x.view(2, side, side, c))[0].view(2, side * side, c)
+        _differs(swapped, theirs)
 
 
 def test_convit_row_gpsa_local_init_matches_timms_local_init(float64_default):
@@ -298,11 +313,12 @@ def fairseq_band(weight, t, padding_l, fill):
     return full[:, :, padding_l:padding_l + t]
 
 
-def fairseq_lightconv_tbc(x, weight, bias, padding_l):
-    """LightweightConv1dTBC._forward_expanded with weight_softmax=True: channel c belongs to head c // (C/H)."""
+def fairseq_lightconv_tbc(x, weight, bias, padding_l, softmax_dtype=torch.float32):
+    """LightweightConv1dTBC._forward_expanded with weight_softmax=True: channel c belongs to head c // (C/H). Its
+    kernel's softmax is taken in float32 and cast back to the weight's dtype (fairseq's ``utils.softmax``)."""
     t, b, c = x.shape
     heads, _, k = weight.shape
-    w = torch.softmax(weight.view(heads, k), dim=1)
+    w = torch.softmax(weight.view(heads, k), dim=1, dtype=softmax_dtype).to(weight.dtype)
     w = w[None].expand(t * b, heads, k).reshape(t, b * heads, k).transpose(0, 1)
     band = fairseq_band(w, t, padding_l, 0.0)
     out = torch.bmm(band, x.reshape(t, b * heads, c // heads).transpose(0, 1))
@@ -319,7 +335,8 @@ def fairseq_lightconv_bct(x, weight, bias, padding):
 
 def fairseq_dynamic_tbc(x, lin_w, lin_b, conv_bias, kernel_size, padding_l, renorm_padding):
     """DynamicConv1dTBC._forward_expanded with weight_softmax=True; the input is already zero on padding (fairseq's
-    encoder layer masks it before the convolution), and the layer itself takes no mask."""
+    encoder layer masks it before the convolution), and the layer itself takes no mask. Its softmax is over all K
+    taps; a causal kernel longer than the sequence is cut to its last T taps after it (the band's columns)."""
     t, b, c = x.shape
     heads = lin_w.shape[0] // kernel_size
     w = (x @ lin_w.T + lin_b).reshape(t * b * heads, kernel_size)
@@ -332,6 +349,26 @@ def fairseq_dynamic_tbc(x, lin_w, lin_b, conv_bias, kernel_size, padding_l, reno
         band = fairseq_band(w, t, padding_l, 0.0)
     out = torch.bmm(band, x.reshape(t, b * heads, c // heads).transpose(0, 1))
     return out.transpose(0, 1).reshape(t, b, c) + conv_bias
+
+
+def fairseq_dynamic_unfolded(x, lin_w, lin_b, conv_bias, kernel_size, padding_l):
+    """DynamicConv1dTBC._forward_unfolded with weight_softmax=True (renorm_padding=False, no incremental state): a
+    causal kernel longer than the sequence (K > T, padding_l = K - 1) is cut to its last T taps *before* the
+    softmax; then tap t of token i reads token i + t - padding_l, zero outside."""
+    t, b, c = x.shape
+    heads = lin_w.shape[0] // kernel_size
+    w = (x @ lin_w.T + lin_b).reshape(t, b, heads, kernel_size)
+    if kernel_size > t and padding_l == kernel_size - 1:
+        w, kernel_size, padding_l = w[..., kernel_size - t:], t, t - 1
+    w = torch.softmax(w, dim=-1)
+    xs = x.reshape(t, b, heads, c // heads)
+    out = torch.zeros_like(xs)
+    for i in range(t):
+        for tap in range(kernel_size):
+            j = i + tap - padding_l
+            if 0 <= j < t:
+                out[i] += w[i, :, :, tap, None] * xs[j]
+    return out.reshape(t, b, c) + conv_bias
 
 
 def _padding_mask(n=11):
@@ -349,9 +386,37 @@ def test_fairseq_lightconv_tbc_row_copies_as_is(kernel_size, causal):
     ours = LightweightConv1d(8, 2, kernel_size, bias=True, causal=causal).to(D)
     _copy(ours.weight, weight.squeeze(1))
     _copy(ours.bias, bias)
-    _close(ours(x), theirs)
+    # fairseq rounds the kernel to float32: equal up to that rounding (here ~1e-8), and not closer
+    torch.testing.assert_close(ours(x), theirs, rtol=0, atol=8 * torch.finfo(torch.float32).eps * x.abs().max())
+    assert (ours(x) - theirs).abs().max() > 1e-12
+    exact = fairseq_lightconv_tbc(x.transpose(0, 1), weight, bias, padding_l, softmax_dtype=D).transpose(0, 1)
+    _close(ours(x), exact)  # the whole residual is that rounding: with a float64 softmax they agree to 1e-12
     if not causal:  # the two fairseq modules group the channels differently
         _differs(fairseq_lightconv_bct(x.transpose(1, 2), weight, bias, padding_l).transpose(1, 2), theirs)
+
+
+@pytest.mark.parametrize("t", [3, 5, 7, 11])
+def test_fairseq_dynamic_conv_row_causal_kernel_longer_than_the_sequence(t):
+    """Causal K = 7: fairseq's expanded path (softmax over all K taps) is the default; its unfolded path (the last
+    T taps only, when K > T) is cut_long_kernel=True. The two agree once T >= K."""
+    torch.manual_seed(11)
+    k = 7
+    lin_w, lin_b, conv_bias, x = _randn(2 * k, 8, scale=0.7), _randn(2 * k), _randn(8), _randn(2, t, 8)
+    args = (x.transpose(0, 1), lin_w, lin_b, conv_bias, k, k - 1)
+    expanded = fairseq_dynamic_tbc(*args, renorm_padding=False).transpose(0, 1)
+    unfolded = fairseq_dynamic_unfolded(*args).transpose(0, 1)
+    outs = {}
+    for cut in (False, True):
+        conv = DynamicConv1d(8, 2, k, causal=True, conv_bias=True, cut_long_kernel=cut).to(D)
+        conv.load_state_dict({"kernel_proj.weight": lin_w, "kernel_proj.bias": lin_b, "conv_bias": conv_bias})
+        outs[cut] = conv(x)
+    _close(outs[False], expanded)
+    _close(outs[True], unfolded)
+    if t < k:
+        _differs(outs[True], expanded, by=0.1)
+        _differs(outs[False], unfolded, by=0.1)
+    else:
+        _close(expanded, unfolded)
 
 
 def test_fairseq_lightconv_bct_row_permutes_the_channels():

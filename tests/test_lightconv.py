@@ -249,3 +249,53 @@ def test_apply_band_bad_input():
 def test_extra_repr():
     text = repr(LightweightConv1d(4, 2, 5, boundary="renormalize"))
     assert "kernel_size=5" in text and "boundary='renormalize'" in text and "num_heads=2" in text
+
+
+def _summing_convolutions(dtype):
+    """A lightweight and a dynamic convolution whose every kernel is K = 3 ones: each output sums three inputs."""
+    light = LightweightConv1d(4, 2, 3, weight_softmax=False).to(dtype)
+    dynamic = DynamicConv1d(4, 2, 3, weight_softmax=False).to(dtype)
+    with torch.no_grad():
+        light.weight.fill_(1.0)
+        dynamic.kernel_proj.weight.zero_()
+        dynamic.kernel_proj.bias.fill_(1.0)
+    return light, dynamic
+
+
+@pytest.mark.parametrize("dtype, scale", [(torch.float16, 6e4), (torch.float32, 3e38)])
+def test_overflow_of_finite_input_is_refused(dtype, scale):
+    """Three taps of 6e4 (fp16) or 3e38 (fp32) overflow: NonFiniteResultError, not a silent inf; unless deferred."""
+    from attnconv._checks import NonFiniteResultError
+    from attnconv.finite import deferred_finite_checks
+
+    x = torch.full((2, 5, 4), scale, dtype=dtype)
+    for conv in _summing_convolutions(dtype):
+        assert torch.equal(conv(x / scale), torch.full_like(x, 3.0).index_fill(1, torch.tensor([0, 4]), 2.0))  # 3 taps
+        with pytest.raises(NonFiniteResultError, match=f"overflow {dtype}"):
+            conv(x)
+        with deferred_finite_checks():  # the caller checks once per step: the layer returns the inf
+            assert torch.isinf(conv(x)).any()
+    light, dynamic = _summing_convolutions(dtype)
+    with pytest.raises(NonFiniteResultError):
+        dynamic(x / scale, values=x)  # finite kernels, finite values, an overflowing sum
+    inf = x.clone()
+    inf[0, 2, 0] = float("inf")
+    assert torch.isinf(light(inf)).any() and torch.isinf(dynamic(x / scale, values=inf)).any()  # not an overflow
+
+
+def test_cut_long_kernel_renormalises_over_the_taps_that_reach_a_token():
+    """cut_long_kernel (causal only): for N < K the kernel's softmax covers its last N taps only; for N >= K nothing
+    changes. Non-causal use is refused."""
+    with pytest.raises(ValueError, match="cut_long_kernel needs causal=True"):
+        DynamicConv1d(4, 2, 5, cut_long_kernel=True)
+    torch.manual_seed(0)
+    full = DynamicConv1d(4, 2, 5, causal=True).double()
+    cut = DynamicConv1d(4, 2, 5, causal=True, cut_long_kernel=True).double()
+    cut.load_state_dict(full.state_dict())
+    short, long = torch.randn(2, 3, 4, **f64), torch.randn(2, 9, 4, **f64)
+    band = cut.band(short)
+    assert torch.equal(band[..., :2], torch.zeros_like(band[..., :2]))  # taps -4, -3 reach no token of 3
+    torch.testing.assert_close(band.sum(-1), torch.ones_like(band.sum(-1)), rtol=0, atol=1e-12)
+    torch.testing.assert_close(band[..., 2:], torch.softmax(full.kernel_logits(short)[..., 2:], -1), rtol=0, atol=0)
+    assert (full.band(short)[..., 2:].sum(-1) < 1 - 1e-3).all()  # all K taps: mass lost to the missing past
+    assert torch.equal(cut(long), full(long)) and not torch.allclose(cut(short), full(short))

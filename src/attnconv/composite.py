@@ -13,15 +13,17 @@ convolutions (``conv_projections``), the other injection point of the paper; as 
 put a GELU between their depthwise and pointwise steps (``conv_activation="gelu"``), can be one grouped convolution
 instead (``conv_groups``), and can cover only half of the heads (``mixed_projections``). Their ``convolution``
 variant adds a depthwise convolution of the values to the attention's context, times a scalar per head
-(``value_conv``, with ``value_conv_scale`` and ``value_conv_bias``).
+(``value_conv``, with ``value_conv_scale`` and ``value_conv_bias``). The projections and the branch are built
+in :mod:`attnconv.conv_projections`; their classes are importable from here too.
 
 The offsets are key minus query, δ = j - i. Chang et al.'s code indexes the key-dependent table by query minus
 key, so their table is this layer's ``key_term.embedding`` with its rows reversed.
 
 The layer takes any length N ≤ ``max_length`` and a padding mask, with or without the content term. It never
 builds a per-batch or per-head index: each relative term is a band ``(..., N, 2k+1)`` spread over the logits
-with one shared index, and queries are processed in chunks of T rows, so the largest temporary is
-``(B, N_h, T, N)``: about 2^19 logits, and at least 64 rows, unless ``query_chunk`` fixes T.
+with one index shared by the terms, and queries are processed in chunks of T rows, each with its own ``(T, N)``
+index, so the largest temporary is ``(B, N_h, T, N)``: about 2^19 logits, and at least 64 rows, unless
+``query_chunk`` fixes T. Nothing of size N × N is built unless ``need_weights`` asks for the probabilities.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from torch import Tensor, nn
 
 from ._checks import check_finite_result, int_at_least, positive_int
 from .attention import MultiHeadSelfAttention, probs_like
-from .lightconv import ACTIVATIONS, DepthwiseSeparableConv1d, masked_softmax, odd_kernel_size
+from .conv_projections import (CONV_PROJECTIONS, MIXED_SPLITS, VALUE_CONV_SCALES, GroupedConv1d, MixedProjection,
+                               conv_projection, projection_kernel_sizes, value_branch)
+from .lightconv import ACTIVATIONS, masked_softmax
 from .taps import softmax_fp32
 from .positional.base import PositionalLogits
 from .positional.sequence import (
@@ -50,9 +54,6 @@ from .positional.sequence import (
 __all__ = ["RelativeLogitSum", "CompositeAttention", "GroupedConv1d", "MixedProjection", "CONV_PROJECTIONS",
            "MIXED_SPLITS", "VALUE_CONV_SCALES"]
 
-CONV_PROJECTIONS = ("query", "key", "value")
-MIXED_SPLITS = ("heads", "channels")
-VALUE_CONV_SCALES = ("zero", "fixed", "per_head")
 CHUNK_LOGITS = 2**19  # logits per chunk when query_chunk is None (2 MiB in float32)
 
 
@@ -82,100 +83,6 @@ class RelativeLogitSum(PositionalLogits):
         for term in self.terms[1:]:
             out = out + term(grid, queries, keys)
         return out
-
-
-class GroupedConv1d(nn.Module):
-    """One grouped 1-D convolution ("same" zero padding) used as a projection: Chang et al.'s non-depthwise
-    convolutional queries, keys or values (``nn.Conv1d(C_in, C_out, K, groups=G)``, no pointwise step).
-
-    Args:
-        in_channels: C_in, divisible by ``groups``.
-        out_channels: C_out, divisible by ``groups``.
-        kernel_size: K = 2k+1, odd.
-        groups: G; output channel o reads the C_in / G input channels of group o // (C_out / G).
-        bias: a bias per output channel.
-
-    Shapes:
-        x: ``(B, N, C_in)`` -> ``(B, N, C_out)``; padded tokens (``key_padding_mask`` True) read as zeros.
-    """
-
-    activation = None
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, groups: int, bias: bool = True) -> None:
-        super().__init__()
-        self.in_channels = positive_int("in_channels", in_channels)
-        self.out_channels = positive_int("out_channels", out_channels)
-        self.groups = positive_int("groups", groups)
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(f"groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}")
-        self.max_distance = odd_kernel_size(kernel_size)
-        self.kernel_size = kernel_size
-        self.conv = nn.Conv1d(in_channels, out_channels, kernel_size, padding=self.max_distance, groups=groups,
-                              bias=bias)
-
-    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
-        if key_padding_mask is not None:
-            x = x.masked_fill(key_padding_mask[..., None], 0.0)
-        return self.conv(x.transpose(1, 2)).transpose(1, 2)
-
-    def extra_repr(self) -> str:
-        return f"in_channels={self.in_channels}, out_channels={self.out_channels}, groups={self.groups}"
-
-
-def conv_projection(in_channels: int, out_channels: int, kernel_size: int, bias: bool = True,
-                    activation: str | None = None, groups: int | None = None) -> nn.Module:
-    """A convolutional projection: depthwise-separable (``groups=None``) or one grouped convolution."""
-    if groups is None:
-        return DepthwiseSeparableConv1d(in_channels, out_channels, kernel_size, bias, activation)
-    if activation is not None:
-        raise ValueError("conv_activation needs depthwise-separable projections (conv_groups=None): a grouped "
-                         "convolution has no step between which to put it")
-    return GroupedConv1d(in_channels, out_channels, kernel_size, groups, bias)
-
-
-class MixedProjection(nn.Module):
-    """A projection whose first channels are a convolution and whose other channels are linear.
-
-    Chang et al.'s "mixed" convolutional projections: of the N_h heads' query (key, value) channels, the first
-    ones come from a :class:`~attnconv.lightconv.DepthwiseSeparableConv1d` (or a :class:`GroupedConv1d`) and the
-    rest from an ``nn.Linear``. By default the split falls between heads, after ``conv_heads`` heads; Chang et al.'s
-    code splits at (N_h D_h) // 2 channels, which for an odd N_h falls inside a head (``conv_channels``).
-
-    Args:
-        in_channels: C.
-        head_dim: D_h.
-        num_heads: N_h.
-        conv_heads: how many heads (the first ones) are convolutional, 1 ≤ ``conv_heads`` < N_h.
-        kernel_size, bias, activation: as in :class:`~attnconv.lightconv.DepthwiseSeparableConv1d`.
-        groups: ``None`` (depthwise-separable) or G, a grouped convolution (:class:`GroupedConv1d`).
-        conv_channels: the number of convolutional channels, if not ``conv_heads`` D_h (1 ≤ it < N_h D_h).
-
-    Shapes:
-        x: ``(B, N, C)`` -> ``(B, N, N_h D_h)``, head-major like ``nn.Linear(C, N_h D_h)``.
-    """
-
-    def __init__(self, in_channels: int, head_dim: int, num_heads: int, conv_heads: int, kernel_size: int,
-                 bias: bool = True, activation: str | None = None, groups: int | None = None,
-                 conv_channels: int | None = None) -> None:
-        super().__init__()
-        positive_int("num_heads", num_heads)
-        if isinstance(conv_heads, bool) or not isinstance(conv_heads, int) or not 1 <= conv_heads < num_heads:
-            raise ValueError(f"conv_heads must be an int in [1, num_heads={num_heads}), got {conv_heads!r}: "
-                             "mixed projections need some convolutional and some linear heads")
-        total = num_heads * positive_int("head_dim", head_dim)
-        split = conv_heads * head_dim if conv_channels is None else int_at_least("conv_channels", conv_channels, 1)
-        if split >= total:
-            raise ValueError(f"conv_channels must be below num_heads * head_dim = {total}, got {split}")
-        self.conv_heads, self.conv_channels = conv_heads, split
-        self.conv = conv_projection(in_channels, split, kernel_size, bias, activation, groups)
-        self.linear = nn.Linear(in_channels, total - split, bias=bias)
-        self.out_features = total
-
-    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
-        return torch.cat([self.conv(x, key_padding_mask), self.linear(x)], dim=-1)
-
-    def extra_repr(self) -> str:
-        return f"conv_heads={self.conv_heads}, conv_channels={self.conv_channels}"
 
 
 class CompositeAttention(MultiHeadSelfAttention):
@@ -289,7 +196,7 @@ class CompositeAttention(MultiHeadSelfAttention):
         self.window = window
         self.max_length = positive_int("max_length", max_length)
         self.query_chunk = None if query_chunk is None else positive_int("query_chunk", query_chunk)
-        kernel_sizes = self._kernel_sizes(conv_kernel_size)
+        kernel_sizes = projection_kernel_sizes(conv_kernel_size)
         if conv_activation not in ACTIVATIONS:
             raise ValueError(f"conv_activation must be one of {ACTIVATIONS}, got {conv_activation!r}")
         self.conv_activation = conv_activation
@@ -302,42 +209,9 @@ class CompositeAttention(MultiHeadSelfAttention):
             raise ValueError(f"mixed_split must be one of {MIXED_SPLITS}, got {mixed_split!r}")
         self.mixed_split = mixed_split
         self.conv_projections = self._convolve_projections(conv_projections, kernel_sizes, bias, conv_activation)
-        self.value_conv, self.value_conv_scale = self._value_branch(value_conv, value_conv_kernel_size,
-                                                                    conv_kernel_size, value_conv_bias,
-                                                                    value_conv_scale)
-
-    @staticmethod
-    def _kernel_sizes(conv_kernel_size: int | Mapping[str, int]) -> dict[str, int]:
-        """One odd kernel size per projection name, from an int or a mapping (missing names get 3)."""
-        if isinstance(conv_kernel_size, Mapping):
-            unknown = set(conv_kernel_size) - set(CONV_PROJECTIONS)
-            if unknown:
-                raise ValueError(f"conv_kernel_size maps projection names {CONV_PROJECTIONS} to sizes, got "
-                                 f"{sorted(unknown)}")
-            sizes = {name: conv_kernel_size.get(name, 3) for name in CONV_PROJECTIONS}
-        else:
-            sizes = dict.fromkeys(CONV_PROJECTIONS, conv_kernel_size)
-        for size in sizes.values():
-            odd_kernel_size(size, "conv_kernel_size")
-        return sizes
-
-    def _value_branch(self, on: bool, kernel_size: int | None, default: int | Mapping[str, int], bias: bool,
-                      scale: str) -> tuple[nn.Conv1d | None, nn.Parameter | None]:
-        """Chang et al.'s ``convolution`` branch: a depthwise convolution of the values and its scalar."""
-        if scale not in VALUE_CONV_SCALES:
-            raise ValueError(f"value_conv_scale must be one of {VALUE_CONV_SCALES}, got {scale!r}")
-        if not on:
-            return None, None
-        if kernel_size is None:
-            if isinstance(default, Mapping):
-                raise ValueError("value_conv_kernel_size is needed when conv_kernel_size is a mapping")
-            kernel_size = default
-        odd_kernel_size(kernel_size, "value_conv_kernel_size" if kernel_size is not default else "conv_kernel_size")
-        inner = self.num_heads * self.head_dim
-        conv = nn.Conv1d(inner, inner, kernel_size, padding=kernel_size // 2, groups=inner, bias=bool(bias))
-        if scale == "zero":
-            return conv, nn.Parameter(torch.zeros(()))
-        return conv, nn.Parameter(torch.ones(self.num_heads), requires_grad=scale == "per_head")
+        self.value_conv, self.value_conv_scale = value_branch(num_heads, self.head_dim, value_conv,
+                                                             value_conv_kernel_size, conv_kernel_size,
+                                                             value_conv_bias, value_conv_scale)
 
     def _convolve_projections(self, names: Sequence[str], kernel_sizes: dict[str, int], bias: bool,
                               activation: str | None) -> tuple[str, ...]:
@@ -422,7 +296,6 @@ class CompositeAttention(MultiHeadSelfAttention):
         if x.dtype == torch.float16:  # logits in float32: float16 overflows at 65504
             q, kt = (None if t is None else t.float() for t in (q, kt))
             bands = {frame: band.float() for frame, band in bands.items()}
-        index = relative_index(n, self.max_distance, device=x.device)  # (N, N), shared by every term and chunk
         chunk = self.query_chunk or max(64, CHUNK_LOGITS // (x.shape[0] * self.num_heads * n))
         starts = range(0, n, chunk)
         # Per-query tensors are split into chunks once: their gradients are then joined once, not zero-padded per chunk.
@@ -436,7 +309,8 @@ class CompositeAttention(MultiHeadSelfAttention):
         for start, q_chunk, query_chunk in zip(starts, q_rows, query_rows):
             rows = slice(start, min(start + chunk, n))
             chunk_bands = {"query": query_chunk, "key": bands.get("key")}
-            logits = self._chunk_logits(rows, n, q_chunk, kt, chunk_bands, index[rows], pad)  # (B or 1, N_h, T, N)
+            index = relative_index(n, self.max_distance, rows, x.device)  # (T, N): shared by the terms, per chunk
+            logits = self._chunk_logits(rows, n, q_chunk, kt, chunk_bands, index, pad)  # (B or 1, N_h, T, N)
             probs = probs_like(softmax(logits, dim=-1), v)
             attended = F.dropout(probs, p_drop) if p_drop else probs
             heads.append(attended @ v)  # (B, N_h, T, D_h)

@@ -30,7 +30,8 @@ attention with one hard head per tap.
 
 The band primitives (:func:`~attnconv.taps.tap_mask`, :func:`~attnconv.taps.masked_softmax`,
 :func:`~attnconv.taps.apply_band`, :func:`~attnconv.taps.odd_kernel_size`) live in :mod:`attnconv.taps` and are
-re-exported here.
+re-exported here, as is :class:`DepthwiseSeparableConv1d`, the convolutional projection of
+:mod:`attnconv.conv_projections`.
 
 Tensors are channels-last, ``(B, N, C)``; channel c belongs to head ``c // (C / N_h)``, as in
 :class:`~attnconv.attention.MultiHeadSelfAttention`.
@@ -42,7 +43,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import floating_input, positive_int, probability
+from ._checks import check_finite_result, floating_input, positive_int, probability
+from .conv_projections import ACTIVATIONS, DepthwiseSeparableConv1d
+from .finite import finite_checks_on
 from .taps import apply_band, check_padding_mask, check_tokens, masked_softmax, odd_kernel_size, softmax_fp32, tap_mask
 
 __all__ = [
@@ -61,13 +64,24 @@ __all__ = [
 
 BOUNDARIES = ("zeros", "renormalize")
 PADDED_KEYS = ("excluded", "zeros")  # how a renormalised kernel treats padded keys
-ACTIVATIONS = (None, "gelu")  # between the depthwise and pointwise steps of a DepthwiseSeparableConv1d
 
 
 def _boundary(boundary: str) -> str:
     if boundary not in BOUNDARIES:
         raise ValueError(f"boundary must be one of {BOUNDARIES}, got {boundary!r}")
     return boundary
+
+
+def _check_overflow(out: Tensor, x: Tensor, values: Tensor | None = None) -> Tensor:
+    """Return ``out``, or raise :class:`~attnconv._checks.NonFiniteResultError` if it holds NaN or inf although
+    ``x`` (and ``values``) are finite: the kernel or the sum of its taps overflowed the dtype. Skipped inside
+    :func:`attnconv.finite.deferred_finite_checks`, where the caller checks once per step."""
+    if not finite_checks_on() or out.numel() == 0 or bool(torch.isfinite(out).all()):
+        return out
+    if values is not None and values is not x and not bool(torch.isfinite(values).all()):
+        return out  # non-finite values give a non-finite result: nothing overflowed
+    check_finite_result("x", out, x, "the kernels or the convolution's sums")
+    return out
 
 
 def _padding_l(kernel_size: int, causal: bool) -> int:
@@ -177,13 +191,18 @@ class LightweightConv1d(_HeadKernelConv1d):
         return self.normalise(self.weight[None, :, None, :], n, key_padding_mask)
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
-        """``(B, N, C)`` -> ``(B, N, C)``; padded tokens (``key_padding_mask`` True) read as zeros."""
+        """``(B, N, C)`` -> ``(B, N, C)``; padded tokens (``key_padding_mask`` True) read as zeros.
+
+        Raises:
+            ~attnconv._checks.NonFiniteResultError: (a ``ValueError``) ``x`` is finite but the output overflows its
+                dtype (a signed kernel or a bias can push a sum past it), unless the checks are deferred.
+        """
         self.check_input(x, key_padding_mask, self.weight.dtype)
         if key_padding_mask is not None:
             x = x.masked_fill(key_padding_mask[..., None], 0.0)  # a padded token reads as zero padding
         band = self.dropped(self.band(x.shape[1], key_padding_mask), x.shape[0], x.shape[1])
         out = apply_band(x, band, self.padding_l)
-        return out if self.bias is None else out + self.bias
+        return _check_overflow(out if self.bias is None else out + self.bias, x)
 
     def to_conv1d(self) -> nn.Conv1d:
         """The same zero-padded convolution as a dense ``nn.Conv1d`` (channels-first, ``groups=1``).
@@ -238,6 +257,10 @@ class DynamicConv1d(_HeadKernelConv1d):
             padded keys out of the softmax, as attention's padding mask does; ``"zeros"`` keeps them in it, reading
             zeros, which is fairseq's ``renorm_padding=True`` (it renormalises only at the sequence ends and zeroes
             padded tokens before the layer).
+        cut_long_kernel: ``causal`` only, and only when K > N: the softmax is over the last N taps, the only ones
+            that can reach a token, as in fairseq's unfolded path (``DynamicConv1dTBC._forward_unfolded``, the one
+            its decoder uses), instead of over all K (its expanded path, and the default, whose kernel does not
+            depend on N). The two differ only while N < K.
 
     Attributes:
         kernel_proj: ``nn.Linear(C, N_h (2k+1))``, the matrix W^D (head-major: head h's taps are columns
@@ -246,9 +269,14 @@ class DynamicConv1d(_HeadKernelConv1d):
 
     def __init__(self, embed_dim: int, num_heads: int, kernel_size: int, boundary: str = "zeros",
                  bias: bool = True, weight_dropout: float = 0.0, weight_softmax: bool = True,
-                 causal: bool = False, conv_bias: bool = False, padded_keys: str = "excluded") -> None:
+                 causal: bool = False, conv_bias: bool = False, padded_keys: str = "excluded",
+                 cut_long_kernel: bool = False) -> None:
         super().__init__(embed_dim, num_heads, kernel_size, boundary, weight_dropout, weight_softmax, causal,
                          padded_keys)
+        if cut_long_kernel and not self.causal:
+            raise ValueError("cut_long_kernel needs causal=True: fairseq cuts a kernel longer than the sequence only "
+                             "when its taps all read the past (padding_l = K - 1)")
+        self.cut_long_kernel = bool(cut_long_kernel)
         self.kernel_proj = nn.Linear(embed_dim, num_heads * kernel_size, bias=bias)
         self.conv_bias = nn.Parameter(torch.zeros(embed_dim)) if conv_bias else None
 
@@ -263,7 +291,11 @@ class DynamicConv1d(_HeadKernelConv1d):
         Padded tokens' kernels are predicted from zeros."""
         if key_padding_mask is not None:
             x = x.masked_fill(key_padding_mask[..., None], 0.0)
-        return self.normalise(self.kernel_logits(x), x.shape[1], key_padding_mask)
+        logits, n = self.kernel_logits(x), x.shape[1]
+        if self.cut_long_kernel and self.weight_softmax and self.kernel_size > n:  # taps 0..K-N-1 reach no token
+            cut = torch.arange(self.kernel_size, device=logits.device) < self.kernel_size - n
+            logits = logits.masked_fill(cut, float("-inf"))
+        return self.normalise(logits, n, key_padding_mask)
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, values: Tensor | None = None) -> Tensor:
         """Convolve ``values`` (default ``x``) with the kernels predicted from ``x``.
@@ -276,6 +308,11 @@ class DynamicConv1d(_HeadKernelConv1d):
 
         Returns:
             ``(B, N, C')``.
+
+        Raises:
+            ~attnconv._checks.NonFiniteResultError: (a ``ValueError``) ``x`` and ``values`` are finite but the
+                kernels or the output overflow the dtype, unless :func:`attnconv.finite.deferred_finite_checks`
+                defers the check to the caller.
         """
         self.check_input(x, key_padding_mask, self.kernel_proj.weight.dtype)
         values = x if values is None else values
@@ -290,62 +327,11 @@ class DynamicConv1d(_HeadKernelConv1d):
             values = values.masked_fill(key_padding_mask[..., None], 0.0)
         band = self.dropped(self.band(x, key_padding_mask), x.shape[0], x.shape[1])
         out = apply_band(values, band, self.padding_l)
-        return out if self.conv_bias is None else out + self.conv_bias
+        return _check_overflow(out if self.conv_bias is None else out + self.conv_bias, x, values)
 
     def extra_repr(self) -> str:
-        return super().extra_repr() + f", conv_bias={self.conv_bias is not None}"
-
-
-class DepthwiseSeparableConv1d(nn.Module):
-    """A depthwise 1-D convolution ("same" zero padding) followed by a pointwise linear map.
-
-    A drop-in replacement for the ``nn.Linear`` query, key or value projection of an attention layer: the
-    convolutional injection points of Chang et al. 2021. Each output token then mixes the 2k+1 tokens around it
-    before the pointwise map.
-
-    Args:
-        in_channels: C_in.
-        out_channels: C_out.
-        kernel_size: 2k+1, odd.
-        bias: biases on the depthwise and pointwise steps.
-        activation: ``None`` (a linear map of the window, so equal to one ``nn.Conv1d``) or ``"gelu"``, a GELU
-            between the two steps, the default of Chang et al.'s code. With it the projection is no longer linear
-            in X, so it has no single-convolution (or attention) counterpart.
-
-    Shapes:
-        x: ``(B, N, C_in)`` -> ``(B, N, C_out)``. Pass ``key_padding_mask`` (bool ``(B, N)``) so that padded
-        tokens read as zero padding, which makes a padded batch agree with its unpadded sequences.
-    """
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, bias: bool = True,
-                 activation: str | None = None) -> None:
-        super().__init__()
-        self.in_channels = positive_int("in_channels", in_channels)
-        self.out_channels = positive_int("out_channels", out_channels)
-        self.max_distance = odd_kernel_size(kernel_size)
-        self.kernel_size = kernel_size
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
-        self.activation = activation
-        self.depthwise = nn.Conv1d(in_channels, in_channels, kernel_size, padding=self.max_distance,
-                                   groups=in_channels, bias=bias)
-        self.pointwise = nn.Linear(in_channels, out_channels, bias=bias)
-
-    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
-        check_tokens(x, self.in_channels, dtype=self.pointwise.weight.dtype)
-        if x.shape[1] == 0:
-            raise ValueError("x must hold at least one token (N >= 1), got N = 0")
-        check_padding_mask(key_padding_mask, x)
-        if key_padding_mask is not None:
-            x = x.masked_fill(key_padding_mask[..., None], 0.0)
-        mixed = self.depthwise(x.transpose(1, 2)).transpose(1, 2)  # (B, N, C_in)
-        if self.activation == "gelu":
-            mixed = F.gelu(mixed)
-        return self.pointwise(mixed)
-
-    def extra_repr(self) -> str:
-        return (f"in_channels={self.in_channels}, out_channels={self.out_channels}, kernel_size={self.kernel_size}, "
-                f"activation={self.activation!r}")
+        return (super().extra_repr() + f", conv_bias={self.conv_bias is not None}, "
+                f"cut_long_kernel={self.cut_long_kernel}")
 
 
 class ProjectedConv1d(nn.Module):

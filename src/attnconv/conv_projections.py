@@ -1,0 +1,209 @@
+"""Convolutional projections (Chang et al. 2021): queries, keys or values computed by a convolution.
+
+Chang et al. replace the linear query, key and value maps of self-attention by convolutions over the sequence:
+a depthwise-separable one (:class:`DepthwiseSeparableConv1d`, optionally with a GELU between
+its steps), one grouped convolution (:class:`GroupedConv1d`), or, in their "mixed" variant, a convolution for the
+first channels and a linear map for the rest (:class:`MixedProjection`). :class:`~attnconv.composite.CompositeAttention`
+builds them from its ``conv_projections`` options.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ._checks import int_at_least, positive_int
+from .taps import check_padding_mask, check_tokens, odd_kernel_size
+
+__all__ = ["DepthwiseSeparableConv1d", "GroupedConv1d", "MixedProjection", "conv_projection", "ACTIVATIONS",
+           "CONV_PROJECTIONS", "MIXED_SPLITS", "VALUE_CONV_SCALES", "projection_kernel_sizes", "value_branch"]
+
+CONV_PROJECTIONS = ("query", "key", "value")
+MIXED_SPLITS = ("heads", "channels")
+ACTIVATIONS = (None, "gelu")  # between the depthwise and pointwise steps of a DepthwiseSeparableConv1d
+VALUE_CONV_SCALES = ("zero", "fixed", "per_head")
+
+
+class DepthwiseSeparableConv1d(nn.Module):
+    """A depthwise 1-D convolution ("same" zero padding) followed by a pointwise linear map.
+
+    A drop-in replacement for the ``nn.Linear`` query, key or value projection of an attention layer: the
+    convolutional injection points of Chang et al. 2021. Each output token then mixes the 2k+1 tokens around it
+    before the pointwise map.
+
+    Args:
+        in_channels: C_in.
+        out_channels: C_out.
+        kernel_size: 2k+1, odd.
+        bias: biases on the depthwise and pointwise steps.
+        activation: ``None`` (a linear map of the window, so equal to one ``nn.Conv1d``) or ``"gelu"``, a GELU
+            between the two steps, the default of Chang et al.'s code. With it the projection is no longer linear
+            in X, so it has no single-convolution (or attention) counterpart.
+
+    Shapes:
+        x: ``(B, N, C_in)`` -> ``(B, N, C_out)``. Pass ``key_padding_mask`` (bool ``(B, N)``) so that padded
+        tokens read as zero padding, which makes a padded batch agree with its unpadded sequences.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, bias: bool = True,
+                 activation: str | None = None) -> None:
+        super().__init__()
+        self.in_channels = positive_int("in_channels", in_channels)
+        self.out_channels = positive_int("out_channels", out_channels)
+        self.max_distance = odd_kernel_size(kernel_size)
+        self.kernel_size = kernel_size
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+        self.activation = activation
+        self.depthwise = nn.Conv1d(in_channels, in_channels, kernel_size, padding=self.max_distance,
+                                   groups=in_channels, bias=bias)
+        self.pointwise = nn.Linear(in_channels, out_channels, bias=bias)
+
+    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
+        check_tokens(x, self.in_channels, dtype=self.pointwise.weight.dtype)
+        if x.shape[1] == 0:
+            raise ValueError("x must hold at least one token (N >= 1), got N = 0")
+        check_padding_mask(key_padding_mask, x)
+        if key_padding_mask is not None:
+            x = x.masked_fill(key_padding_mask[..., None], 0.0)
+        mixed = self.depthwise(x.transpose(1, 2)).transpose(1, 2)  # (B, N, C_in)
+        if self.activation == "gelu":
+            mixed = F.gelu(mixed)
+        return self.pointwise(mixed)
+
+    def extra_repr(self) -> str:
+        return (f"in_channels={self.in_channels}, out_channels={self.out_channels}, kernel_size={self.kernel_size}, "
+                f"activation={self.activation!r}")
+
+
+class GroupedConv1d(nn.Module):
+    """One grouped 1-D convolution ("same" zero padding) used as a projection: Chang et al.'s non-depthwise
+    convolutional queries, keys or values (``nn.Conv1d(C_in, C_out, K, groups=G)``, no pointwise step).
+
+    Args:
+        in_channels: C_in, divisible by ``groups``.
+        out_channels: C_out, divisible by ``groups``.
+        kernel_size: K = 2k+1, odd.
+        groups: G; output channel o reads the C_in / G input channels of group o // (C_out / G).
+        bias: a bias per output channel.
+
+    Shapes:
+        x: ``(B, N, C_in)`` -> ``(B, N, C_out)``; padded tokens (``key_padding_mask`` True) read as zeros.
+    """
+
+    activation = None
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, groups: int, bias: bool = True) -> None:
+        super().__init__()
+        self.in_channels = positive_int("in_channels", in_channels)
+        self.out_channels = positive_int("out_channels", out_channels)
+        self.groups = positive_int("groups", groups)
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}")
+        self.max_distance = odd_kernel_size(kernel_size)
+        self.kernel_size = kernel_size
+        self.conv = nn.Conv1d(in_channels, out_channels, kernel_size, padding=self.max_distance, groups=groups,
+                              bias=bias)
+
+    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
+        if key_padding_mask is not None:
+            x = x.masked_fill(key_padding_mask[..., None], 0.0)
+        return self.conv(x.transpose(1, 2)).transpose(1, 2)
+
+    def extra_repr(self) -> str:
+        return f"in_channels={self.in_channels}, out_channels={self.out_channels}, groups={self.groups}"
+
+
+def conv_projection(in_channels: int, out_channels: int, kernel_size: int, bias: bool = True,
+                    activation: str | None = None, groups: int | None = None) -> nn.Module:
+    """A convolutional projection: depthwise-separable (``groups=None``) or one grouped convolution."""
+    if groups is None:
+        return DepthwiseSeparableConv1d(in_channels, out_channels, kernel_size, bias, activation)
+    if activation is not None:
+        raise ValueError("conv_activation needs depthwise-separable projections (conv_groups=None): a grouped "
+                         "convolution has no step between which to put it")
+    return GroupedConv1d(in_channels, out_channels, kernel_size, groups, bias)
+
+
+class MixedProjection(nn.Module):
+    """A projection whose first channels are a convolution and whose other channels are linear.
+
+    Chang et al.'s "mixed" convolutional projections: of the N_h heads' query (key, value) channels, the first
+    ones come from a :class:`DepthwiseSeparableConv1d` (or a :class:`GroupedConv1d`) and the
+    rest from an ``nn.Linear``. By default the split falls between heads, after ``conv_heads`` heads; Chang et al.'s
+    code splits at (N_h D_h) // 2 channels, which for an odd N_h falls inside a head (``conv_channels``).
+
+    Args:
+        in_channels: C.
+        head_dim: D_h.
+        num_heads: N_h.
+        conv_heads: how many heads (the first ones) are convolutional, 1 ≤ ``conv_heads`` < N_h.
+        kernel_size, bias, activation: as in :class:`DepthwiseSeparableConv1d`.
+        groups: ``None`` (depthwise-separable) or G, a grouped convolution (:class:`GroupedConv1d`).
+        conv_channels: the number of convolutional channels, if not ``conv_heads`` D_h (1 ≤ it < N_h D_h).
+
+    Shapes:
+        x: ``(B, N, C)`` -> ``(B, N, N_h D_h)``, head-major like ``nn.Linear(C, N_h D_h)``.
+    """
+
+    def __init__(self, in_channels: int, head_dim: int, num_heads: int, conv_heads: int, kernel_size: int,
+                 bias: bool = True, activation: str | None = None, groups: int | None = None,
+                 conv_channels: int | None = None) -> None:
+        super().__init__()
+        positive_int("num_heads", num_heads)
+        if isinstance(conv_heads, bool) or not isinstance(conv_heads, int) or not 1 <= conv_heads < num_heads:
+            raise ValueError(f"conv_heads must be an int in [1, num_heads={num_heads}), got {conv_heads!r}: "
+                             "mixed projections need some convolutional and some linear heads")
+        total = num_heads * positive_int("head_dim", head_dim)
+        split = conv_heads * head_dim if conv_channels is None else int_at_least("conv_channels", conv_channels, 1)
+        if split >= total:
+            raise ValueError(f"conv_channels must be below num_heads * head_dim = {total}, got {split}")
+        self.conv_heads, self.conv_channels = conv_heads, split
+        self.conv = conv_projection(in_channels, split, kernel_size, bias, activation, groups)
+        self.linear = nn.Linear(in_channels, total - split, bias=bias)
+        self.out_features = total
+
+    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
+        return torch.cat([self.conv(x, key_padding_mask), self.linear(x)], dim=-1)
+
+    def extra_repr(self) -> str:
+        return f"conv_heads={self.conv_heads}, conv_channels={self.conv_channels}"
+
+
+def projection_kernel_sizes(conv_kernel_size: int | Mapping[str, int]) -> dict[str, int]:
+    """One odd kernel size per projection name, from an int or a mapping (missing names get 3)."""
+    if isinstance(conv_kernel_size, Mapping):
+        unknown = set(conv_kernel_size) - set(CONV_PROJECTIONS)
+        if unknown:
+            raise ValueError(f"conv_kernel_size maps projection names {CONV_PROJECTIONS} to sizes, got "
+                             f"{sorted(unknown)}")
+        sizes = {name: conv_kernel_size.get(name, 3) for name in CONV_PROJECTIONS}
+    else:
+        sizes = dict.fromkeys(CONV_PROJECTIONS, conv_kernel_size)
+    for size in sizes.values():
+        odd_kernel_size(size, "conv_kernel_size")
+    return sizes
+
+
+def value_branch(num_heads: int, head_dim: int, on: bool, kernel_size: int | None,
+                 default: int | Mapping[str, int], bias: bool,
+                 scale: str) -> tuple[nn.Conv1d | None, nn.Parameter | None]:
+    """Chang et al.'s ``convolution`` branch: a depthwise convolution of the N_h D_h value channels and its scalar
+    γ (``None, None`` when ``on`` is false); ``default`` is ``conv_kernel_size``."""
+    if scale not in VALUE_CONV_SCALES:
+        raise ValueError(f"value_conv_scale must be one of {VALUE_CONV_SCALES}, got {scale!r}")
+    if not on:
+        return None, None
+    if kernel_size is None:
+        if isinstance(default, Mapping):
+            raise ValueError("value_conv_kernel_size is needed when conv_kernel_size is a mapping")
+        kernel_size = default
+    odd_kernel_size(kernel_size, "value_conv_kernel_size" if kernel_size is not default else "conv_kernel_size")
+    inner = num_heads * head_dim
+    conv = nn.Conv1d(inner, inner, kernel_size, padding=kernel_size // 2, groups=inner, bias=bool(bias))
+    if scale == "zero":
+        return conv, nn.Parameter(torch.zeros(()))
+    return conv, nn.Parameter(torch.ones(num_heads), requires_grad=scale == "per_head")
