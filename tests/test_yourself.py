@@ -12,8 +12,12 @@ import pytest
 import torch
 
 from attnconv.data import generated_cifar10
+from attnconv.data.sample_text import write_sample_corpora
+from attnconv.figures.yourself import plot_my_pretraining, plot_my_vision_run
 from attnconv.train import cuda, yourself
 from attnconv.train.runs import read_jsonl
+
+RESULTS = yourself.Path(__file__).resolve().parents[1] / "results"
 
 
 @pytest.fixture
@@ -93,6 +97,14 @@ def test_resume_continues_from_the_checkpoint(plain, tmp_path):
     before = (folder / "final.json").stat().st_mtime_ns  # a finished run is kept, not trained again
     assert yourself.train_yourself("smoke", "sa-quadratic", tmp_path, data=data) == folder
     assert (folder / "final.json").stat().st_mtime_ns == before
+    figures = plot_my_vision_run(folder, RESULTS)  # the reader's run beside the committed ones
+    assert set(figures) == {"accuracy", "centers", "reach"}
+    labels = [line.get_label() for line in figures["accuracy"].axes[0].get_lines()]
+    assert labels == ["committed cpu-quick sa-quadratic", "committed cpu-long sa-quadratic", "your run (smoke-sa-quadratic)"]
+    assert [line.get_xdata().tolist() for line in figures["accuracy"].axes[0].get_lines()][-1] == [1, 2]
+    assert figures["centers"].get_suptitle() == "your run (smoke-sa-quadratic)"
+    with pytest.raises(FileNotFoundError, match="mine must be a run folder"):
+        plot_my_vision_run(tmp_path, RESULTS)  # the home folder, not a run
 
 
 def test_cuda_functions_without_and_with_a_mocked_gpu():
@@ -118,3 +130,16 @@ def test_cuda_functions_without_and_with_a_mocked_gpu():
         assert cuda.peak_memory_gib(torch.device("cuda", 0)) == 3.0
     with pytest.raises(TypeError, match="torch.device"):
         cuda.enable_fast_kernels("cuda")
+
+
+def test_pretraining_yourself_resumes_and_draws_beside_the_committed_curves(plain, tmp_path):
+    write_sample_corpora(tmp_path / "data" / "nltk" / "corpora", sentences_per_file=30)
+    plain.setenv("ATTNCONV_DATA", str(tmp_path / "data"))
+    folder = yourself.pretrain_yourself("smoke", "composite", tmp_path / "runs")
+    assert folder == tmp_path / "runs" / "bert-smoke-composite"
+    final = json.loads((folder / "final.json").read_text())
+    assert final["steps"] == 12
+    figure = plot_my_pretraining(folder, RESULTS)
+    lines = figure.axes[0].get_lines()
+    assert [line.get_label() for line in lines][-1] == "your run (bert-smoke-composite)"
+    assert lines[-1].get_xdata().tolist() == [6, 12]  # eval_every=6 in the smoke budget
