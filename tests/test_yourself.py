@@ -37,7 +37,7 @@ def _colab(monkeypatch, tmp_path):
     colab.drive = drive
     monkeypatch.setitem(sys.modules, "google.colab", colab)
     monkeypatch.setitem(sys.modules, "google.colab.drive", drive)
-    monkeypatch.setattr(yourself, "DRIVE_MOUNT", str(tmp_path / "drive"))
+    monkeypatch.setenv("ATTNCONV_DRIVE_MOUNT", str(tmp_path / "drive"))
     return mounted
 
 

@@ -27,7 +27,7 @@ __all__ = ["BUDGETS", "BUDGET_ENV_VAR", "choose_budget", "pretrain_yourself", "r
 BUDGETS = ("committed", "smoke", "cpu-quick", "gpu-10min", "paper")
 BUDGET_ENV_VAR = "ATTNCONV_BUDGET"
 RUNS_ENV_VAR = "ATTNCONV_RUNS"
-DRIVE_MOUNT = "/content/drive"
+DRIVE_MOUNT_ENV_VAR = "ATTNCONV_DRIVE_MOUNT"  # where Google Drive is mounted: /content/drive in Colab
 
 
 def choose_budget(setting: str | None = None) -> str:
@@ -58,8 +58,9 @@ def runs_home(folder: str | os.PathLike | None = None) -> Path:
     if in_colab():
         from google.colab import drive  # only importable in Colab
 
-        drive.mount(DRIVE_MOUNT)
-        return Path(DRIVE_MOUNT) / "MyDrive" / "attnconv-runs"
+        mount = os.environ.get(DRIVE_MOUNT_ENV_VAR, "").strip() or "/content/drive"
+        drive.mount(mount)
+        return Path(mount) / "MyDrive" / "attnconv-runs"
     return Path("my-runs")
 
 

@@ -1,0 +1,60 @@
+"""attnconv: self-attention and convolution as one family of operations.
+
+The library behind the executable book (Cordonnier, Loukas & Jaggi, ICLR 2020; Chang, Xu, Xu & Tu, ACL 2021).
+Its modules, from the operations up:
+
+The operations
+    - :mod:`attnconv.conv`: convolution as a sum of shifted linear maps, Σ_Δ shift(X, Δ) W_Δ + b.
+    - :mod:`attnconv.tokens`: images as grids of tokens (space-to-depth).
+    - :mod:`attnconv.attention`: multi-head self-attention with a relative-position term.
+    - :mod:`attnconv.positional`: the relative positional encodings that plug into it (quadratic, learned,
+      relative biases, the band of relative logits).
+    - :mod:`attnconv.taps`: kernels as bands of taps (which taps exist, a softmax over them, applying a band).
+    - :mod:`attnconv.lightconv`: lightweight, dynamic and depthwise-separable 1-D convolutions.
+    - :mod:`attnconv.composite`: composite attention, content plus convolution kernels (Chang et al. 2021).
+    - :mod:`attnconv.gpsa`: ConViT's gated positional self-attention (d'Ascoli et al. 2021).
+
+The theorems
+    - :mod:`attnconv.construct`: Theorem 1 as a function, ``conv_to_mhsa``; the sequence converters.
+    - :mod:`attnconv.bounds`: the error of finite-α attention against the convolution it approximates.
+    - :mod:`attnconv.proofs`: the SymPy proofs of every claim; ``attnconv.claims``: the ledger that ties each
+      claim to its proof, its check in a chapter and its tests.
+    - :mod:`attnconv.analysis`: the converse, how convolutional an attention head is (image shifts, the
+      kernels a trained BERT applies); :mod:`attnconv.reach`: how far a layer looks (mean attention distance of
+      Gaussian heads, a ResNet's receptive field).
+
+The experiments
+    - :mod:`attnconv.data`: data sets (CIFAR-10, NLTK corpora, sentence tasks), tokenizers, example inputs.
+    - :mod:`attnconv.models`: the networks (attention-only image model, ResNet18, a small CNN, a small BERT).
+    - :mod:`attnconv.train`: configs, resumable training loops, the run-folder contract and the command line.
+
+The book
+    - :mod:`attnconv.figures`: every figure of the chapters, ``plot_*``.
+    - :mod:`attnconv.viewer`, :mod:`attnconv.display`: kernel-free interactive figures, and outputs (tables,
+      typeset maths) that a static page shows as meant.
+    - :mod:`attnconv.course`: the exercises with their checks, the student edition and the autograder.
+"""
+
+from .attention import MultiHeadSelfAttention
+from .composite import CompositeAttention
+from .conv import conv1d_as_shifts, conv2d_as_shifts, conv_as_shifts, kernel_shifts, shift
+from .gpsa import GatedPositionalSelfAttention
+from .lightconv import DepthwiseSeparableConv1d, DynamicConv1d, LightweightConv1d
+from .tokens import space_to_depth
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CompositeAttention",
+    "DepthwiseSeparableConv1d",
+    "DynamicConv1d",
+    "GatedPositionalSelfAttention",
+    "LightweightConv1d",
+    "MultiHeadSelfAttention",
+    "conv1d_as_shifts",
+    "conv2d_as_shifts",
+    "conv_as_shifts",
+    "kernel_shifts",
+    "shift",
+    "space_to_depth",
+]

@@ -1,0 +1,165 @@
+"""The ledger's claims about images (chapters 01 and 03; Cordonnier et al. 2020), with their variants."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import sympy as sp
+
+from ..proofs import image as img
+from .ledger import CH01, CH03, Claim
+
+__all__ = ["IMAGE_CLAIMS"]
+
+
+def _nonshift(q, k, center):
+    """3 δ_{q, k+Δ} + 1: a matrix that is not a shift (used as a false variant of Lemma 1)."""
+    return 3 * sp.KroneckerDelta(q, k + center) + 1
+
+
+def _flipped_shift(q, k, center):
+    """δ_{k, q-Δ}: the head reads q - Δ instead of q + Δ (a false variant of Lemma 1)."""
+    return sp.KroneckerDelta(k, q - center)
+
+
+SIGN = "the encoding with the opposite sign, v = +α(1, -2Δ): no interior maximum"
+THIRD = sp.Rational(1, 3)
+HALF = sp.Rational(1, 2)
+_U, _V = sp.symbols("u v", nonnegative=True)
+ANY_FRACTION = (_U - _V) / (2 * (1 + _U + _V))  # every f in (-1/2, 1/2), for u, v ≥ 0
+UNBOUNDED = sp.Symbol("f", real=True)  # a real fractional part with no bound
+DELTA = sp.Symbol("Delta", integer=True)
+
+IMAGE_CLAIMS: tuple[Claim, ...] = (
+    Claim("conv-shifts", "a convolution is a sum of shifted inputs, each times one tap's matrix", "lem-conv-shifts",
+          img.conv_is_sum_of_shifts,
+          (("the textbook convolution that flips the kernel (Δ_a = p - a⊙d)", partial(img.conv_is_sum_of_shifts,
+                                                                                    flipped=True)),
+           ("outputs read at q instead of s⊙q (stride ignored)", partial(img.conv_is_sum_of_shifts,
+                                                                         stride_ignored=True))),
+          f"{CH01}#lem-conv-shifts",
+          ("tests/test_conv.py::test_conv2d_as_shifts_matches_torch",
+           "tests/test_conv.py::test_conv1d_as_shifts_matches_torch")),
+    Claim("quadratic-identity", "v·r_δ = -α(‖δ-Δ‖² - ‖Δ‖²) for r_δ = (‖δ‖², δ), v = -α(1, -2Δ), in any dimension",
+          "lem-quadratic", img.quadratic_identity,
+          (("centre coefficient +2 instead of -2", partial(img.quadratic_identity, center_coefficient=2)),
+           ("centre coefficient -1 (half the cross term)", partial(img.quadratic_identity, center_coefficient=-1))),
+          f"{CH03}#lem-quadratic",
+          ("tests/test_positional_image.py::test_quadratic_logits_are_the_lemma2_formula",
+           "tests/test_proofs_image.py::test_claim_verified_and_wrong_variant_rejected")),
+    Claim("shift-invariance", "softmax(x + c·1) = softmax(x) for any length", "lem-quadratic",
+          img.shift_invariance,
+          (("a different shift c_k for each logit", partial(img.shift_invariance, per_entry=True)),
+           ("scaling every logit by c instead of shifting", partial(img.shift_invariance, scaled=True))),
+          f"{CH03}#lem-quadratic",
+          ("tests/test_proofs_image.py::test_claim_verified_and_wrong_variant_rejected",
+           "tests/test_finite_alpha.py::test_shift_invariance_numerically")),
+    Claim("hard-limit", "hard attention is the α→∞ limit of the quadratic encoding, derived from its logit: "
+          "weight 1 on the unique nearest key", "lem-quadratic", img.hard_attention_limit,
+          ((SIGN, partial(img.hard_attention_limit, sign=1)),
+           ("a half-integer centre Δ + 1/2: a tie between two keys", partial(img.hard_attention_limit, offset=HALF)),
+           ("the centre Δ/2: for odd Δ a half-integer, so no unique nearest key is established",
+            partial(img.hard_attention_limit, center=DELTA / 2)),
+           ("the centre Δ + f with a real f left unbounded (needs |f| < 1/2)",
+            partial(img.hard_attention_limit, offset=UNBOUNDED))),
+          f"{CH03}#thm-attention-conv",
+          ("tests/test_positional_image.py::test_hard_mode_is_exactly_one_hot_where_the_target_exists",
+           "tests/test_proofs_limit.py::test_off_grid_centre_limit_matches_the_library"),
+          (("an off-grid centre Δ + 1/3 (unique nearest key Δ)", partial(img.hard_attention_limit, offset=THIRD)),
+           ("an off-grid centre Δ + 2/3 (unique nearest key Δ + 1)",
+            partial(img.hard_attention_limit, offset=sp.Rational(2, 3))),
+           ("the centre Δ + f for every f in (-1/2, 1/2), f = (u - v)/(2(1 + u + v)), u, v ≥ 0",
+            partial(img.hard_attention_limit, offset=ANY_FRACTION)))),
+    Claim("lemma-1", "heads that each attend to one shift, concatenated and projected, form a convolution",
+          "lem-heads-shifts", img.lemma1_block_identity,
+          ((SIGN, partial(img.lemma1_block_identity, sign=1)),
+           ("the output blocks of heads 1 and 2 swapped", partial(img.lemma1_block_identity, swap_blocks=True)),
+           ("attention 3δ_{q,k+Δ} + 1, not a shift", partial(img.lemma1_block_identity, attention=_nonshift)),
+           ("each head reads q - Δ instead of q + Δ", partial(img.lemma1_block_identity,
+                                                               attention=_flipped_shift)),
+           ("two heads on tap 1 and none on tap 2", partial(img.lemma1_block_identity, relabel=(1, 1)))),
+          f"{CH03}#lem-heads-shifts",
+          ("tests/test_construct_image.py::test_heads_are_one_hot_and_centres_are_the_kernel_grid",
+           "tests/test_proofs_image.py::test_lemma1_rejects_a_non_shift",
+           "tests/test_proofs_image.py::test_lemma1_compares_up_to_a_relabelling_of_heads"),
+          (("heads 1 and 2 exchanged, each with its tap, value and output block",
+            partial(img.lemma1_block_identity, relabel=(2, 1))),
+           ("heads 1, 2, 3 relabelled by a 3-cycle", partial(img.lemma1_block_identity, relabel=(2, 3, 1))))),
+    Claim("rank-condition", "rank W_Δ ≤ D_h suffices for one head per tap (not necessary: see the counterexample)",
+          "lem-rank-bound", img.rank_condition,
+          (("heads one dimension too small", partial(img.rank_condition, short_by=1)),),
+          f"{CH03}#lem-rank-bound",
+          ("tests/test_construct_image.py::test_low_rank_taps_factorise_and_full_rank_raises",
+           "tests/test_proofs_image.py::test_rank_counterexample_is_exact_numerically")),
+    Claim("rank-bound", "one head per tap needs rank W_Δ ≤ D_h: every (D_h+1)-minor of W_val W_out vanishes",
+          "lem-rank-bound", partial(img.rank_bound, d_in=3, d_h=2, d_out=3),
+          (("rank ≤ 1 claimed for D_h = 2", partial(img.rank_bound, d_in=3, d_h=2, d_out=3, claimed_rank=1)),
+           ("rank ≤ 1 claimed for D_h = 2, D_in = 4", partial(img.rank_bound, d_in=4, d_h=2, d_out=2,
+                                                               claimed_rank=1))),
+          f"{CH03}#lem-rank-bound",
+          ("tests/test_proofs_image.py::test_rank_bound_for_several_shapes",),
+          (("D_in = 4, D_h = 1, D_out = 2", partial(img.rank_bound, d_in=4, d_h=1, d_out=2)),)),
+    Claim("theorem-1-2d", "MHSA with K² quadratic heads, α→∞, centres on the taps, zero padding then crop, "
+          "D_h ≥ rank W_Δ computes any K×K convolution (any H, W, K, p)", "thm-attention-conv", img.theorem1,
+          ((SIGN, partial(img.theorem1, sign=1)),
+           ("half-integer centres: ties", partial(img.theorem1, offset=HALF)),
+           ("attention over the unpadded image (at the border a head reads the nearest pixel)",
+            partial(img.theorem1, padded=False))),
+          f"{CH03}#thm-attention-conv",
+          ("tests/test_construct_image.py::test_hard_mode_matches_conv2d",
+           "tests/test_finite_alpha.py::test_finite_alpha_converges_to_the_convolution",
+           "tests/test_proofs_image.py::test_unpadded_theorem_fails_at_the_border_only"),
+          (("centres off the grid by 1/3 (unique nearest keys)", partial(img.theorem1, offset=THIRD)),
+           ("without padding, at every output whose receptive field lies inside the image",
+            partial(img.theorem1, padded=False, interior=True)))),
+    Claim("unpadded-border", "without padding the construction fails at the border: a head there reads the nearest "
+          "pixel, where the zero-padded convolution reads 0 (a refutation)", "thm-attention-conv",
+          img.unpadded_boundary_refutation,
+          (("the same refutation of the padded construction", partial(img.unpadded_boundary_refutation,
+                                                                      padded=True)),),
+          f"{CH03}#thm-attention-conv",
+          ("tests/test_proofs_limit.py::test_unpadded_refutation_verifies_what_it_shows",
+           "tests/test_proofs_image.py::test_unpadded_border_head_reads_the_nearest_pixel")),
+    Claim("one-dimensional", "on sequences D_p = 2 suffices: K heads compute a 1-D convolution", "cor-1d",
+          img.one_dimensional_case,
+          ((SIGN, partial(img.one_dimensional_case, sign=1)),
+           ("coefficient +2: heads on -Δ, a flipped kernel", partial(img.one_dimensional_case, center_coefficient=2))),
+          f"{CH03}#cor-1d",
+          ("tests/test_construct_image.py::test_hard_mode_property_1d",),
+          (("centres off the grid by -1/4", partial(img.one_dimensional_case, offset=-sp.Rational(1, 4))),)),
+    Claim("dilation-stride", "heads centred on d⊙a - p and outputs read at s⊙q give the dilated, strided convolution",
+          "cor-dilation-stride", img.dilation_and_stride,
+          ((SIGN, partial(img.dilation_and_stride, sign=1)),
+           ("centres that ignore the dilation", partial(img.dilation_and_stride, dilated_centers=False))),
+          f"{CH03}#cor-dilation-stride",
+          ("tests/test_construct_image.py::test_hard_mode_property_2d",
+           "tests/test_finite_alpha.py::test_finite_alpha_converges_to_the_convolution"),
+          (("centres off the grid by 1/3", partial(img.dilation_and_stride, offset=THIRD)),)),
+    Claim("finite-alpha-bound", "off-target mass ≤ S/(1+S), S = θ(α)² - 1; error ≤ Σ_h 2ε max_k ‖X_k W^(h)‖",
+          "prop-finite-alpha", img.finite_alpha_bound,
+          (("a mass bound half as large", partial(img.finite_alpha_bound, factor=sp.Rational(1, 2))),
+           ("a mass bound 10% smaller", partial(img.finite_alpha_bound, factor=sp.Rational(9, 10))),
+           ("the bound stated with θ(2α), tighter than the head's weights", partial(img.finite_alpha_bound,
+                                                                                   claimed_alpha=2)),
+           ("the bound applied to a head with centre coefficient -1 (peak at Δ/2)",
+            partial(img.finite_alpha_bound, coefficient=-1)),
+           (SIGN, partial(img.finite_alpha_bound, sign=1))),
+          f"{CH03}#prop-finite-alpha",
+          ("tests/test_construct_image.py::test_finite_alpha_error_is_under_the_bound",
+           "tests/test_finite_alpha.py::test_bound_is_nearly_attained",
+           "tests/test_finite_alpha.py::test_sympy_bound_fails_at_the_step_it_breaks"),
+          (("a looser bound, twice as large", partial(img.finite_alpha_bound, factor=2)),
+           ("a looser bound stated with θ(α/2)", partial(img.finite_alpha_bound, claimed_alpha=sp.Rational(1, 2))))),
+    Claim("factorisation", "softmax of a row term plus a column term is the Kronecker product of two softmaxes",
+          "prop-factorisation", img.softmax_factorization,
+          (("a term c·a_i·b_j that couples the axes", partial(img.softmax_factorization, coupled=True)),),
+          f"{CH03}#prop-factorisation",
+          ("tests/test_positional_image.py::test_softmax_factorises_over_axes",
+           "tests/test_positional_image.py::test_factorised_layer_equals_dense_layer")),
+    Claim("rank-counterexample", "the rank condition is not necessary: two D_h = 1 heads with mixed attention "
+          "reproduce a K = 2 conv with rank-2 taps; the α→∞ limit of -α(δ-1/2)² + b_δ realises the heads",
+          "rem-rank-counterexample", img.rank_counterexample,
+          (("head 2 mixes (1/2, 1/2)", partial(img.rank_counterexample, mix=(HALF, HALF))),
+           ("head 2 mixes (2/3, 1/3)", partial(img.rank_counterexample, mix=(2 * THIRD, THIRD)))),
+          f"{CH03}#rem-rank-counterexample",
+          ("tests/test_proofs_image.py::test_rank_counterexample_is_exact_numerically",)),)

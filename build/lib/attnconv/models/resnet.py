@@ -1,0 +1,92 @@
+"""ResNet18 for 32x32 images (He et al. 2016), the convolutional baseline of Cordonnier et al.'s CIFAR-10 table.
+
+The CIFAR variant keeps the full resolution at the start: one 3x3 convolution (no 7x7 stem, no max-pool),
+then four stages of two basic residual blocks with ``width``, 2, 4 and 8 times ``width`` channels, the last
+three starting with a stride-2 block, then global average pooling and a linear classifier. With
+``width = 64`` it has 11.2M parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import Tensor, nn
+
+from .._checks import positive_int
+
+__all__ = ["BasicBlock", "ResNet", "ResNetConfig"]
+
+
+@dataclass
+class ResNetConfig:
+    """Sizes of :class:`ResNet`; the defaults are ResNet18 for CIFAR-10.
+
+    Attributes:
+        width: channels of the first stage (64 in ResNet18); stage s has ``width * 2**s``.
+        blocks: basic blocks per stage ((2, 2, 2, 2) in ResNet18).
+        in_channels: channels of the input images.
+        num_classes: outputs of the classifier.
+    """
+
+    width: int = 64
+    blocks: tuple[int, ...] = (2, 2, 2, 2)
+    in_channels: int = 3
+    num_classes: int = 10
+
+    def __post_init__(self) -> None:
+        self.blocks = tuple(self.blocks)
+        for name in ("width", "in_channels", "num_classes"):
+            positive_int(name, getattr(self, name))
+        if not self.blocks:
+            raise ValueError("blocks must be a non-empty sequence of positive integers, got ()")
+        for b in self.blocks:
+            positive_int("every entry of blocks", b)
+
+
+class BasicBlock(nn.Module):
+    """Two 3x3 conv-BN layers with a residual connection; a 1x1 strided projection when the shape changes."""
+
+    def __init__(self, in_channels: int, out_channels: int, stride: int = 1) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, out_channels, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(out_channels)
+        self.conv2 = nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(out_channels)
+        self.shortcut = nn.Identity()
+        if stride != 1 or in_channels != out_channels:
+            self.shortcut = nn.Sequential(nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False),
+                                          nn.BatchNorm2d(out_channels))
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x: Tensor) -> Tensor:
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return self.relu(out + self.shortcut(x))
+
+
+class ResNet(nn.Module):
+    """CIFAR ResNet. Input: normalised images ``(B, H, W, C)``, channels last like the attention models.
+    Output: logits ``(B, num_classes)``.
+    """
+
+    def __init__(self, config: ResNetConfig) -> None:
+        super().__init__()
+        self.config = config
+        w = config.width
+        self.stem = nn.Sequential(nn.Conv2d(config.in_channels, w, 3, padding=1, bias=False), nn.BatchNorm2d(w),
+                                  nn.ReLU(inplace=True))
+        stages, channels = [], w
+        for s, n in enumerate(config.blocks):
+            out = w * 2**s
+            stride = 1 if s == 0 else 2
+            stages += [BasicBlock(channels, out, stride)] + [BasicBlock(out, out) for _ in range(n - 1)]
+            channels = out
+        self.stages = nn.Sequential(*stages)
+        self.head = nn.Linear(channels, config.num_classes)
+
+    def forward(self, images: Tensor) -> Tensor:
+        if images.dim() != 4 or images.shape[-1] != self.config.in_channels:
+            raise ValueError(f"images must be (B, H, W, {self.config.in_channels}), got shape {tuple(images.shape)}")
+        x = images.permute(0, 3, 1, 2)  # (B, C, H, W), a channels-last view: no copy
+        x = self.stages(self.stem(x))  # (B, 8w, H/8, W/8)
+        return self.head(x.mean(dim=(2, 3)))

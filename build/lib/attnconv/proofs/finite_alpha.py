@@ -1,0 +1,202 @@
+"""The finite-α error bound of a 2-D quadratic head (chapter 03), derived with α, the grid and the channels symbolic.
+Re-exported by :mod:`attnconv.proofs.image`.
+
+The claim: with θ(κα) = Σ_{n∈Z} e^{-κα n²} and S = θ² - 1, a head's off-target mass is ε ≤ c·S/(1+S), and
+‖MHSA(X)_q - Conv(X)_q‖ ≤ Σ_h 2ε max_k ‖X_k W^(h)‖. The paper's bound is c = κ = 1. Everything is proved as an
+inequality, so a looser bound (c > 1, or θ at κα with κ < 1) verifies, while a tighter one fails at the step
+that compares it with what the head's weights give. The grid weights are never typed in: they are e^{ℓ(Δ+n) - ℓ(Δ)}
+with ℓ the encoding's own logit (:func:`~attnconv.proofs.limit.encoding_logit`).
+
+Every inequality is decided by :func:`~attnconv.proofs.limit.nonnegative` after the facts already proved are named
+by nonnegative symbols (a slack s ≥ 0 for each proved a ≤ b). Argued, not derived: the degenerate case x = y = 0 of
+the square-root step, and that a·b ≤ 0 makes a·b ≤ ‖a‖‖b‖ trivial.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from ._symbolic import alpha, pull_sums, sum_simplify
+from .limit import encoding_logit, nonnegative
+from .result import ProofResult, combine, verify_equal
+
+__all__ = ["finite_alpha_bound", "weighted_triangle_inequality"]
+
+_int = dict(integer=True)
+_pos_int = dict(integer=True, positive=True)
+
+
+def _decided(claim: str, statement: str, expr: sp.Expr, variables: tuple[str, ...]) -> ProofResult:
+    """``expr ≥ 0`` decided by :func:`nonnegative`; the residual is ``expr`` itself when it is not decided."""
+    return ProofResult(claim, statement, sp.Integer(0) if nonnegative(expr) else expr, scope="general",
+                       variables=variables)
+
+
+def _termwise(log_term: sp.Expr, log_weight: sp.Expr, n: sp.Symbol) -> ProofResult:
+    """Every key's weight e^{log_weight(n)} is at most the bound's term e^{log_term(n)}, for every integer n."""
+    j = sp.Symbol("j", integer=True, nonnegative=True)
+    gaps = [sp.expand((log_term - log_weight).subs(n, side * j)) for side in (1, -1)]
+    undecided = [g for g in gaps if not nonnegative(g)]
+    return ProofResult("each key weighs at most the bound's term",
+                       f"e^{{{log_weight}}} ≤ e^{{{log_term}}} for every integer n (n = ±j, j ≥ 0)",
+                       sp.Matrix(undecided) if undecided else sp.Integer(0), scope="general",
+                       variables=("α", "n", "Δ"))
+
+
+def _square_root_step() -> tuple[ProofResult, ProofResult]:
+    """x, y ≥ 0 and x² ≤ y² give x ≤ y: y - x = (y² - x²)/(y + x) (for x + y > 0), a slack over a positive sum."""
+    x, y, slack = sp.symbols("x y z", nonnegative=True)
+    identity = verify_equal("y - x = (y² - x²)/(y + x)", "for x + y > 0", y - x, (y**2 - x**2) / (y + x),
+                            simplify=sp.cancel, scope="general", variables=("x ≥ 0", "y ≥ 0"))
+    sign = _decided("square roots keep the order", "x² ≤ y² (y² - x² = z ≥ 0) ⇒ y - x = z/(x + y) ≥ 0",
+                    slack / (x + y), ("x ≥ 0", "y ≥ 0", "z ≥ 0"))
+    return identity, sign
+
+
+def weighted_triangle_inequality() -> ProofResult:
+    """‖Σ_{k=1}^{N} A_k v_k‖ ≤ Σ_k A_k ‖v_k‖ for A_k ≥ 0, vectors in D dimensions, by induction over N.
+
+    Steps, each derived: the Lagrange identity ‖a‖²‖b‖² - (a·b)² = ½ Σ_{i,j} (a_i b_j - a_j b_i)² (D symbolic), so
+    (a·b)² ≤ ‖a‖²‖b‖² and, by the square-root step, a·b ≤ ‖a‖‖b‖; ‖a + b‖² = ‖a‖² + 2a·b + ‖b‖²; so
+    (‖a‖ + ‖b‖)² - ‖a + b‖² = 2(‖a‖‖b‖ - a·b) ≥ 0 and ‖a + b‖ ≤ ‖a‖ + ‖b‖. Base case ‖A v‖ = A ‖v‖; inductive
+    step: the triangle inequality, then the hypothesis.
+    """
+    dim = sp.Symbol("D", **_pos_int)
+    i, j = sp.symbols("i j", **_int)
+    a, b = sp.IndexedBase("a", real=True), sp.IndexedBase("b", real=True)
+    lagrange = verify_equal(
+        "Lagrange identity (Cauchy-Schwarz)", "‖a‖²‖b‖² - (a·b)² = ½ Σ_{i,j} (a_i b_j - a_j b_i)² ≥ 0, in D dimensions",
+        sp.Sum(a[i] ** 2, (i, 1, dim)) * sp.Sum(b[j] ** 2, (j, 1, dim))
+        - sp.Sum(a[i] * b[i], (i, 1, dim)) * sp.Sum(a[j] * b[j], (j, 1, dim)),
+        sp.Sum(sp.expand((a[i] * b[j] - a[j] * b[i]) ** 2) / 2, (i, 1, dim), (j, 1, dim)),
+        simplify=sum_simplify, scope="general", variables=("D", "a", "b"))
+    square = verify_equal("‖a + b‖² expands", "Σ_i (a_i + b_i)² = ‖a‖² + 2 a·b + ‖b‖²",
+                          sp.Sum(sp.expand((a[i] + b[i]) ** 2), (i, 1, dim)),
+                          sp.Sum(a[i] ** 2, (i, 1, dim)) + 2 * sp.Sum(a[i] * b[i], (i, 1, dim))
+                          + sp.Sum(b[i] ** 2, (i, 1, dim)), simplify=sum_simplify, scope="general",
+                          variables=("D", "a", "b"))
+    norm_a, norm_b, slack = sp.symbols("A_n B_n c", nonnegative=True)  # a·b = ‖a‖‖b‖ - c, c ≥ 0 (Cauchy-Schwarz)
+    triangle = _decided("triangle inequality, squared", "(‖a‖+‖b‖)² - ‖a+b‖² = 2(‖a‖‖b‖ - a·b) ≥ 0",
+                        sp.expand((norm_a + norm_b) ** 2 - (norm_a**2 + 2 * (norm_a * norm_b - slack) + norm_b**2)),
+                        ("a", "b"))
+    weight = sp.Symbol("A", nonnegative=True)
+    v = sp.IndexedBase("v", real=True)
+    base = verify_equal("base case N = 1: ‖A v‖ = A ‖v‖", "sqrt(Σ_i (A v_i)²) = A sqrt(Σ_i v_i²), A ≥ 0",
+                        sp.sqrt(sp.Sum((weight * v[i]) ** 2, (i, 1, dim))), weight * sp.sqrt(sp.Sum(v[i] ** 2, (i, 1, dim))),
+                        simplify=lambda e: sp.simplify(pull_sums(e)), scope="general", variables=("D", "A ≥ 0", "v"))
+    count, k = sp.Symbol("N", **_pos_int), sp.Symbol("k", **_int)
+    terms = sp.IndexedBase("t")  # t_k = A_k ‖v_k‖
+    split = verify_equal("Σ_{k ≤ N+1} = Σ_{k ≤ N} + the new term", "Σ_{k=1}^{N+1} t_k = Σ_{k=1}^{N} t_k + t_{N+1}",
+                         sp.Sum(terms[k], (k, 1, count + 1)),
+                         sp.Sum(terms[k], (k, 1, count)) + sp.Sum(terms[k], (k, count + 1, count + 1)),
+                         simplify=sp.simplify, scope="general", variables=("N", "t"))
+    bound, new, t1, t2 = sp.symbols("H w s_1 s_2", nonnegative=True)
+    # triangle: ‖Σ_{≤N+1}‖ = ‖Σ_{≤N}‖ + w - s_1; hypothesis: ‖Σ_{≤N}‖ = H - s_2 (H = Σ_{k≤N} t_k)
+    step = _decided("inductive step N → N + 1", "H + w - ‖Σ_{k≤N+1} A_k v_k‖ = s_1 + s_2 ≥ 0 (triangle, hypothesis)",
+                    sp.expand(bound + new - ((bound - t2) + new - t1)), ("N", "A ≥ 0", "v"))
+    return combine("weighted triangle inequality", "‖Σ_k A_k v_k‖ ≤ Σ_k A_k ‖v_k‖ for A_k ≥ 0, any N keys, D dims",
+                   [lagrange, *_square_root_step(), square, triangle, base, split, step], scope="induction",
+                   variables=("N", "D", "A ≥ 0", "v"))
+
+
+def finite_alpha_bound(factor: sp.Expr = 1, claimed_alpha: sp.Expr = 1, coefficient: int = -2,
+                       sign: int = -1) -> ProofResult:
+    """The finite-α error bound of a 2-D quadratic head, derived with α, the grid and the channels symbolic.
+
+    1. From the logit: the key at δ = Δ + n weighs w(n) = e^{ℓ(Δ+n) - ℓ(Δ)} relative to the target, and this
+       splits over the axes: w(n) = w_1(n_1) w_2(n_2), with w(0) = 1.
+    2. On a grid with L_a offsets below and U_a above the target on axis a, the off-target weight is
+       R = P_1 P_2 - 1 with P_a = Σ_{n=-L_a}^{U_a} w_a(n) (Fubini).
+    3. Each w_a(n) ≤ g(n) = e^{-κα n²}, the bound's term, for every integer n. With θ = Σ_{n∈Z} g(n) split into
+       the grid's terms and two tails T_a: θ - P_a = T_a + Σ_{n=-L_a}^{U_a} (g(n) - w_a(n)) ≥ 0.
+    4. S - R = θ² - P_1 P_2 = θ(θ - P_2) + P_2(θ - P_1) ≥ 0.
+    5. ε = R/(1 + R), and S/(1+S) - R/(1+R) = (S - R)/((1+R)(1+S)) ≥ 0; S/(1+S) = 1 - θ^{-2}.
+    6. The claimed bound c·S/(1+S) ≥ S/(1+S) (c ≥ 1). S/(1+S) is attained on an infinite grid (T_a = 0), so a
+       smaller c is false, and it fails here.
+    7. Σ_k A_k Y_k - Y_t = Σ_k A_k (Y_k - Y_t) (with Σ_k A_k = 1); the weighted triangle inequality
+       (:func:`weighted_triangle_inequality`, by induction over keys) and ‖Y_k - Y_t‖ ≤ ‖Y_k‖ + ‖Y_t‖ ≤ 2 max;
+       Σ_{k≠t} A_k m_k ≤ ε m_max, since ε m_max - Σ A_k m_k = Σ A_k (m_max - m_k) ≥ 0.
+
+    Args:
+        factor: c. 1 is the paper's bound; 2 is a looser, true bound; 1/2 and 9/10 are false.
+        claimed_alpha: κ, the bound stated with θ(κα): 1/2 is looser (true), 2 is tighter (false).
+        coefficient: the encoding's centre coefficient (-2 in the paper). -1 puts the head's peak at Δ/2, so the
+            target does not carry the weight the bound assumes (false: step 3 fails).
+        sign: -1 for the paper's encoding; +1 (weights growing away from the target) is false (step 3 fails).
+    """
+    n1, n2, n = sp.symbols("n1 n2 n", **_int)
+    center = sp.symbols("Delta1 Delta2", **_int)
+    factor, kappa = sp.sympify(factor), sp.sympify(claimed_alpha)
+
+    def relative_logit(offsets, centres):  # ℓ(Δ + n) - ℓ(Δ), from the encoding
+        return (encoding_logit([c + m for c, m in zip(centres, offsets)], centres, sign, coefficient)
+                - encoding_logit(list(centres), centres, sign, coefficient))
+
+    logit = relative_logit([n1, n2], center)
+    axis = [sp.expand(relative_logit([n], [center[a]])) for a in range(2)]  # log w_a(n)
+    separable = verify_equal("the relative logit splits over the axes", "ℓ(Δ + n) - ℓ(Δ) = ℓ_1(n_1) + ℓ_2(n_2)",
+                             logit, axis[0].subs(n, n1) + axis[1].subs(n, n2), simplify=sp.expand,
+                             scope="definition", variables=("α", "Δ", "n"))
+    target = verify_equal("the target weighs w(0) = 1", "e^{ℓ(Δ) - ℓ(Δ)} at n = 0", sp.exp(logit.subs({n1: 0, n2: 0})),
+                          sp.Integer(1), scope="definition", variables=("α", "Δ"))
+    lo, hi = sp.symbols("L1:3", integer=True, nonnegative=True), sp.symbols("U1:3", integer=True, nonnegative=True)
+    grid = sp.Sum(sp.exp(logit), (n1, -lo[0], hi[0]), (n2, -lo[1], hi[1]))
+    partial = [sp.Sum(sp.exp(axis[a]), (n, -lo[a], hi[a])) for a in range(2)]
+    fubini = verify_equal("the grid sum factorises", "Σ_{n1,n2} w(n) = P_1 P_2", grid, partial[0] * partial[1],
+                          simplify=sum_simplify, scope="general", variables=("α", "Δ", "L", "U"))
+    log_term = -kappa * alpha * n**2
+    term = sp.exp(log_term)  # the bound's term g(n), as the statement defines θ
+    termwise = [_termwise(log_term, axis[a], n) for a in range(2)]
+    theta = sp.Sum(term, (n, -sp.oo, sp.oo))
+    tails = [sp.Sum(term, (n, -sp.oo, -lo[a] - 1)) + sp.Sum(term, (n, hi[a] + 1, sp.oo)) for a in range(2)]
+    steps = [separable, target, fubini, *termwise]
+    for a in range(2):
+        steps.append(verify_equal(f"θ - P_{a + 1} = tails + termwise gaps", "θ - P_a = T_a + Σ_{n=-L}^{U} (g(n) - w_a(n))",
+                                  theta - partial[a], tails[a] + sp.Sum(term - sp.exp(axis[a]), (n, -lo[a], hi[a])),
+                                  simplify=lambda e: sp.simplify(pull_sums(e)), scope="general",
+                                  variables=("α", "L", "U")))
+    th, p1, p2 = sp.symbols("theta P_1 P_2", nonnegative=True)
+    d1, d2 = sp.symbols("d_1 d_2", nonnegative=True)  # θ - P_a ≥ 0: the tails and the termwise gaps (step 3)
+    steps.append(verify_equal("S - R as products", "θ² - P_1 P_2 = θ(θ - P_2) + P_2(θ - P_1)", th**2 - p1 * p2,
+                              th * (th - p2) + p2 * (th - p1), simplify=sp.expand, scope="general",
+                              variables=("θ", "P")))
+    steps.append(_decided("tail-mass bound R ≤ S", "θ d_2 + P_2 d_1 ≥ 0 with d_a = θ - P_a ≥ 0",
+                          th * d2 + p2 * d1, ("α", "L", "U")))
+    big_r, big_s, gap = sp.symbols("R S s", nonnegative=True)
+    steps.append(verify_equal("off-target mass", "ε = 1 - 1/(1+R) = R/(1+R)", 1 - 1 / (1 + big_r),
+                              big_r / (1 + big_r), scope="general", variables=("R",)))
+    steps.append(verify_equal("difference of the masses", "S/(1+S) - R/(1+R) = (S-R)/((1+R)(1+S))",
+                              big_s / (1 + big_s) - big_r / (1 + big_r), (big_s - big_r) / ((1 + big_r) * (1 + big_s)),
+                              simplify=sp.cancel, scope="general", variables=("R", "S")))
+    steps.append(_decided("ε ≤ S/(1+S)", "(S - R)/((1+R)(1+S)) ≥ 0 with S - R = s ≥ 0", gap / ((1 + big_r) * (1 + gap + big_r)),
+                          ("R ≥ 0", "S ≥ R")))
+    steps.append(verify_equal("closed form", "S/(1+S) = 1 - θ^{-2} for S = θ² - 1",
+                              (big_s / (1 + big_s)).subs(big_s, th**2 - 1), 1 - th ** (-2), scope="general",
+                              variables=("θ",)))
+    covers = sp.expand((factor - 1) * big_s / (1 + big_s))
+    steps.append(ProofResult("the claimed bound is at least S/(1+S)",
+                             f"{factor}·S/(1+S) - S/(1+S) ≥ 0; S/(1+S) is attained on an infinite grid, so a smaller "
+                             "claim is false", sp.Integer(0) if nonnegative(covers) else covers, scope="general",
+                             variables=("S ≥ 0",)))
+    count = sp.Symbol("N", **_pos_int)
+    k, t = sp.symbols("k t", **_int)
+    weights, y = sp.IndexedBase("A"), sp.IndexedBase("Y")
+    steps.append(verify_equal("error as a weighted sum of differences", "Σ_k A_k Y_k - Y_t = Σ_k A_k (Y_k - Y_t)",
+                              sp.Sum(weights[k] * y[k], (k, 1, count)) - y[t] * sp.Sum(weights[k], (k, 1, count)),
+                              sp.Sum(weights[k] * (y[k] - y[t]), (k, 1, count)),
+                              simplify=lambda e: sp.expand(pull_sums(e)), scope="general",
+                              variables=("N", "A", "Y", "t")))
+    steps.append(weighted_triangle_inequality())
+    nonneg_weights, m_k, top = sp.IndexedBase("A", nonnegative=True), sp.IndexedBase("m"), sp.Symbol("m_max")
+    excess = sp.Sum(nonneg_weights[k] * (top - m_k[k]), (k, 1, count))  # m_max - m_k ≥ 0 for every k
+    below = excess.function.subs(top - m_k[k], sp.Symbol("z", nonnegative=True)).is_nonnegative
+    steps.append(ProofResult("a weighted sum is at most ε times the largest term",
+                             "ε m_max - Σ_{k≠t} A_k m_k = Σ_{k≠t} A_k (m_max - m_k) ≥ 0",
+                             sp.Integer(0) if below else excess, scope="general", variables=("N", "A ≥ 0", "m")))
+    bound = f"{factor}·S/(1+S)" if factor != 1 else "S/(1+S)"
+    theta_text = "θ(α)" if kappa == 1 else f"θ({kappa}α)"
+    return combine(
+        "finite-α bound",
+        f"off-target mass ≤ {bound}, S = {theta_text}² - 1; ‖MHSA(X)_q - Conv(X)_q‖ ≤ Σ_h 2ε max_k ‖X_k W^(h)‖",
+        steps, scope="general", variables=("α", "Δ", "L", "U", "N", "D"),
+    )

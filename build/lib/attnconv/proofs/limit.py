@@ -1,0 +1,256 @@
+"""The α → ∞ limit of a quadratic head, derived from the encoding's own logit (Cordonnier et al. 2020, Lemma 2).
+
+The logit of a head with centre Δ on one axis is v·r_δ with r_δ = (δ², δ) and v = -α(1, -2Δ)
+(:func:`encoding_logit`, tied to ``attnconv.positional.quadratic.positional_query`` and
+``quadratic_features`` by a test). :func:`axis_limit` derives, in order:
+
+1. the logit has an interior maximum (its second derivative in δ is negative) and it sits at δ* = Δ;
+2. the nearest key k* = round(Δ) wins by a gap: every other key's logit is at least α·g below it, with
+   g = 1 - 2 abs(Δ - k*) (g = 1 for an integer centre). A half-integer centre has g = 0: two keys tie;
+3. the hard-limit lemma: with a gap g > 0, the softmax puts weight → 1 on k* and → 0 elsewhere, for any number M of
+   keys (``attnconv.proofs._symbolic.hard_limits``).
+
+With the opposite sign, v = +α(1, -2Δ), step 1 fails: the logit has a minimum where the true one has its maximum,
+and the softmax runs to the far ends of the grid. Every inequality is decided by :func:`nonnegative`: after
+substituting nonnegative parameters, the numerator and denominator are polynomials with nonnegative coefficients.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import sympy as sp
+
+from ._symbolic import alpha, hard_limits
+from .result import ProofResult, combine, verify_equal
+
+__all__ = ["AxisLimit", "axis_limit", "encoding_logit", "gap_lemma", "nonnegative", "positive", "decide_conditions",
+           "split_centre"]
+
+
+def encoding_logit(delta: Sequence[sp.Expr], center: Sequence[sp.Expr], sign: int = -1,
+                   coefficient: int = -2) -> sp.Expr:
+    """v·r_δ with r_δ = (‖δ‖², δ_1, ..., δ_d) and v = sign·α(1, cΔ_1, ..., cΔ_d); ``sign=-1, c=-2`` is the library's.
+
+    Args:
+        delta: the offset δ = j - q (key minus query), one SymPy expression per axis.
+        center: the head's centre Δ, one per axis.
+        sign: -1 for the encoding of the paper (``positional_query``), +1 for the opposite sign (a false variant).
+        coefficient: c, -2 in the paper (+2 puts the peak on -Δ: a false variant).
+    """
+    if sign not in (-1, 1):
+        raise ValueError(f"sign must be -1 or +1, got {sign!r}")
+    if len(delta) != len(center):
+        raise ValueError(f"delta and center need one entry per axis, got {len(delta)} and {len(center)}")
+    features = [sum(d**2 for d in delta), *delta]  # r_δ
+    query = [sign * alpha, *(sign * alpha * coefficient * c for c in center)]  # v
+    return sp.expand(sum(v * r for v, r in zip(query, features)))
+
+
+def nonnegative(expr: sp.Expr) -> bool:
+    """True when ``expr`` is provably ≥ 0: as a fraction P/Q of polynomials in its symbols (all declared
+    nonnegative), P and Q expand to nonnegative coefficients and Q is not zero. A sound, incomplete test."""
+    numerator, denominator = sp.fraction(sp.together(sp.expand(expr)))
+    for part in (numerator, denominator):
+        part = sp.expand(part)
+        if any(s.is_nonnegative is not True for s in part.free_symbols):
+            return False
+        if part.free_symbols:
+            coefficients = sp.Poly(part, *sorted(part.free_symbols, key=str)).coeffs()
+        else:
+            coefficients = [part]
+        if any(not (c.is_number and c >= 0) for c in coefficients):
+            return False
+    return sp.expand(denominator) != 0
+
+
+def decide_conditions(expr: sp.Expr) -> sp.Expr:
+    """Replace each inequality a ≤ b in ``expr`` (e.g. a ``Piecewise`` condition) by True when b - a is provably
+    nonnegative (:func:`nonnegative`), and, for integers, by False when a - b - 1 is; so a sum over a symbolic key
+    range collapses when its target is in range, and a zero-padded pixel outside the image reads zero."""
+
+    def rule(rel: sp.Rel) -> sp.Basic:
+        if isinstance(rel, (sp.LessThan, sp.StrictLessThan)):
+            small, large = rel.lhs, rel.rhs
+        elif isinstance(rel, (sp.GreaterThan, sp.StrictGreaterThan)):
+            small, large = rel.rhs, rel.lhs
+        else:
+            return rel
+        strict = isinstance(rel, (sp.StrictLessThan, sp.StrictGreaterThan))
+        if nonnegative(large - small - (1 if strict else 0)):
+            return sp.true
+        if (large - small).is_integer and nonnegative(small - large - (0 if strict else 1)):
+            return sp.false  # integers: small ≥ large + 1 (or ≥ large when strict) refutes it
+        return rel
+
+    return expr.replace(lambda e: isinstance(e, sp.Rel), rule)
+
+
+def gap_lemma() -> ProofResult:
+    """For a centre Δ = k* + f with abs(f) < 1/2, every key k* + m (m ≠ 0 an integer) has a logit at least
+    α(1 - 2 abs(f)) below the nearest key's, for every such f (general: f = ±u / (2(1 + u)) with u ≥ 0 covers
+    -1/2 < f < 1/2).
+
+    From the logit: [ℓ(k*) - ℓ(k* + m)] / α = m² - 2 m f; with m = ±(1 + n), n ≥ 0, minus the gap, is ≥ 0.
+    """
+    u, n = sp.Symbol("u", nonnegative=True), sp.Symbol("n", integer=True, nonnegative=True)
+    delta, base = sp.Symbol("delta", integer=True), sp.Symbol("k_star", integer=True)
+    cases = []
+    for side in (1, -1):
+        f = side * u / (2 * (1 + u))
+        logit = encoding_logit([delta], [base + f])
+        gap = 1 - 2 * u / (2 * (1 + u))  # 1 - 2|f|
+        for step in (1, -1):
+            m = step * (1 + n)
+            margin = sp.expand((logit.subs(delta, base) - logit.subs(delta, base + m)) / alpha) - gap
+            cases.append(sp.Integer(0) if nonnegative(margin) else margin)
+    return ProofResult("a unique nearest key wins by a gap",
+                       "ℓ(k*) - ℓ(k* + m) ≥ α(1 - 2|f|) for every integer m ≠ 0 and every |f| < 1/2",
+                       sp.Matrix(cases), scope="general", variables=("f ∈ (-1/2, 1/2)", "m ≠ 0", "α"))
+
+
+@dataclass(frozen=True)
+class AxisLimit:
+    """The α → ∞ limit of one axis of a quadratic head, as derived by :func:`axis_limit`.
+
+    Attributes:
+        proof: the derivation (verified only when the limit is one-hot on a unique nearest key).
+        nearest: the nearest key's offset from the query (e.g. Δ for the centre Δ + 1/3).
+        ties: how many keys share the largest logit (2 for a half-integer centre; 0 when undecided).
+        sign: the encoding's sign (-1: the paper's).
+    """
+
+    proof: ProofResult
+    nearest: sp.Expr
+    ties: int
+    sign: int
+
+    def weight(self, key: sp.Expr, query: sp.Expr) -> sp.Expr:
+        """The limit weight of ``key`` for the query at ``query``: a Kronecker delta on the nearest key when the
+        derivation holds; the split weight of a tie; and for the opposite sign, the limits of bounds that no
+        longer hold (0 and ∞), so that nothing built on it can verify."""
+        if self.ties == 0:  # no unique nearest key was established: an unknown weight, so nothing verifies
+            return sp.Function("A_undecided")(key - query)
+        nearest, other = hard_limits(self.sign, self.ties)
+        hits = sum(sp.KroneckerDelta(key, query + self.nearest + t) for t in range(self.ties))
+        return nearest * hits + other * (1 - hits)
+
+
+def positive(expr: sp.Expr) -> bool:
+    """True when ``expr`` is provably > 0: as a fraction P/Q of polynomials in nonnegative symbols, P and Q have
+    nonnegative coefficients and positive constant terms. A sound, incomplete test (like :func:`nonnegative`)."""
+    numerator, denominator = sp.fraction(sp.together(sp.expand(expr)))
+    for part in (sp.expand(numerator), sp.expand(denominator)):
+        if not nonnegative(part):
+            return False
+        constant = part.subs({s: 0 for s in part.free_symbols})
+        if not (constant.is_number and constant > 0):
+            return False
+    return True
+
+
+def split_centre(critical: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """Split a centre into an integer part and the rest: k + f with every term of k provably an integer.
+
+    A rational constant is rounded into k, so that a rational f lies in [-1/2, 1/2). Terms whose integrality
+    SymPy cannot decide (Δ/2 for an integer Δ, a real symbol f) stay in f, where the uniqueness test sees them.
+    """
+    terms = sp.Add.make_args(sp.expand(critical))
+    base = sum((t for t in terms if t.is_integer is True), sp.Integer(0))
+    frac = sp.expand(critical - base)
+    constant = sum((t for t in sp.Add.make_args(frac) if t.is_Rational), sp.Integer(0))
+    rounded = sp.floor(constant + sp.Rational(1, 2))
+    return base + rounded, frac - rounded
+
+
+def _separation(nearest: sp.Expr, frac: sp.Expr, critical: sp.Expr) -> ProofResult:
+    """The nearest key k* wins by a gap on each side, for the fractional part f = ``frac`` of the centre.
+
+    Keys to the right (k* + 1 + n) lose at least α(1 - 2f) and keys to the left (k* - 1 - n) at least α(1 + 2f),
+    n ≥ 0. Each gap is positive exactly when f < 1/2 (resp. f > -1/2): this is decided first, symbolically (f may
+    be a rational number or an expression in nonnegative symbols). Undecided means no unique nearest key is
+    established: the step fails and names the condition abs(f) < 1/2 that would be needed.
+    """
+    right, left = sp.Rational(1, 2) - frac, sp.Rational(1, 2) + frac
+    decided = {side: (gap.is_positive is True or positive(gap)) for side, gap in (("right", right), ("left", left))}
+    if not all(decided.values()):
+        condition = sp.Abs(frac) < sp.Rational(1, 2)
+        return ProofResult(
+            "undecided: no unique nearest key established",
+            f"the centre {critical} = {nearest} + f with f = {frac}; a unique nearest key needs {condition}, which "
+            "does not follow from the assumptions on its symbols", condition, scope="general",
+            variables=("Δ", "f"))
+    n = sp.Symbol("n", integer=True, nonnegative=True)
+    key, f = sp.Symbol("delta_k", integer=True), sp.Symbol("f", real=True)
+    h = sp.Symbol("h", positive=True)  # h = 1/2 - f (right) or 1/2 + f (left), decided > 0 above
+    logit = encoding_logit([key], [nearest + f])  # the paper's sign about the peak: the gap is a fact about δ*
+    margins = []
+    for step, gap in ((1, 1 - 2 * f), (-1, 1 + 2 * f)):
+        m = step * (1 + n)
+        margin = sp.expand((logit.subs(key, nearest) - logit.subs(key, nearest + m)) / alpha - gap)
+        margin = sp.expand(margin.subs(f, step * (sp.Rational(1, 2) - h)))
+        margins.append(sp.Integer(0) if nonnegative(margin) else margin)
+    return ProofResult("the nearest key wins by a gap",
+                       f"every key right of the nearest (offset {nearest}) is ≥ α(1 - 2f) below it, every key left "
+                       f"of it ≥ α(1 + 2f), f = {frac}, both gaps > 0", sp.Matrix(margins), scope="general",
+                       variables=("Δ", "f", "m ≠ 0", "α"))
+
+
+def axis_limit(center: sp.Expr, sign: int = -1, coefficient: int = -2) -> AxisLimit:
+    """Derive the α → ∞ limit of a head whose positional query is v = sign·α(1, c·``center``), from its logit.
+
+    Args:
+        center: the centre Δ in v: any real SymPy expression, e.g. Δ, d·a - p, Δ + 1/3 (off-grid), Δ + 1/2 (a tie),
+            Δ + f with f = (u - v)/(2(1 + u + v)) for nonnegative u, v (every f in (-1/2, 1/2)). Whether it has a
+            unique nearest key is decided symbolically (:func:`split_centre`); Δ/2 or Δ + f with f unconstrained
+            is not verified, and the failing step names the condition abs(f) < 1/2.
+        sign: the encoding's sign, -1 for the paper's (+1 is the false variant with no interior maximum).
+        coefficient: c, -2 in the paper.
+    """
+    try:
+        center = sp.sympify(center)
+    except (sp.SympifyError, TypeError) as error:
+        raise TypeError(f"center must be a real SymPy expression, got {center!r}") from error
+    if not isinstance(center, sp.Expr) or center.is_real is False:
+        raise TypeError(f"center must be a real SymPy expression, got {center!r}")
+    delta = sp.Symbol("delta", real=True)
+    logit = encoding_logit([delta], [center], sign, coefficient)
+    curvature = sp.diff(logit, delta, 2)
+    concave = ProofResult(
+        "the logit has an interior maximum" if curvature.is_negative else "no interior maximum",
+        "d²ℓ/dδ² < 0, so ℓ peaks at its critical point" if curvature.is_negative
+        else f"d²ℓ/dδ² = {curvature} > 0: the critical point is a minimum, and the weight runs to the grid's ends",
+        sp.Integer(0) if curvature.is_negative else curvature, scope="general", variables=("α", "Δ"))
+    critical = sp.expand(-coefficient * center / 2)  # the stationary point, checked against SymPy's solve:
+    if sp.simplify(sp.solve(sp.diff(logit, delta), delta)[0] - critical) != 0:
+        raise AssertionError(f"the stationary point of {logit} is not {critical}")
+    # completing the square about the centre: ℓ(δ) = ℓ(Δ) + sign·α(δ - Δ)², so (with step 1) the peak is at Δ
+    peak = verify_equal("completing the square about the centre",
+                        f"ℓ(δ) = ℓ(Δ) {'-' if sign < 0 else '+'} α(δ - Δ)², Δ = {center}",
+                        logit, logit.subs(delta, center) + sign * alpha * (delta - center) ** 2,
+                        simplify=sp.expand, scope="general", variables=("α", "Δ", "δ"))
+    nearest, frac = split_centre(critical)
+    ties = 1
+    if frac == -sp.Rational(1, 2):
+        ties = 2  # the keys at nearest - 1 and nearest are equally near
+        nearest = nearest - 1
+        key = sp.Symbol("delta_k", integer=True)
+        tied = encoding_logit([key], [critical])
+        difference = sp.expand(tied.subs(key, nearest) - tied.subs(key, nearest + 1))
+        separated = ProofResult(f"tie: the keys at offsets {nearest} and {nearest + 1} have equal logits",
+                                f"g = 0: no unique nearest key (logit difference {difference}); the limit "
+                                "splits the weight", sp.Integer(1),  # residual 1: the premise g > 0 fails
+                                scope="general", variables=("Δ", "α"))
+    else:
+        separated = _separation(nearest, frac, critical)
+        if separated.claim.startswith("undecided"):
+            ties = 0
+    limit_nearest, limit_other = hard_limits(-1, max(ties, 1))
+    squeeze = ProofResult("hard-limit lemma", "a gap g > 0 gives weight → 1 on the nearest key and → 0 elsewhere",
+                          sp.Matrix([limit_nearest - 1, limit_other]), scope="general",
+                          variables=("M (keys)", "g > 0", "α"))
+    proof = combine(f"α → ∞ limit of the head with centre {str(center).replace('Delta', 'Δ')}",
+                    "derived from the logit v·r_δ: interior maximum, unique nearest key with a gap, squeeze",
+                    [concave, peak, separated, squeeze], scope="general", variables=("Δ", "α", "M"))
+    return AxisLimit(proof, nearest, ties, sign)

@@ -1,0 +1,106 @@
+// Chapter 05's explorable: a relative-bias kernel b_{-k..k} drawn by the reader over a sentence (attnconv
+// .explorables.bias_kernel). compute() is the numbers; the rest draws them and wires the controls.
+(function () {
+  var root = document.getElementById(ROOT_ID);
+  if (!root || root.dataset.ready) return;
+  root.dataset.ready = "1";
+  var N = window.attnconvNumerics, spec = JSON.parse(root.querySelector("script.ax-spec").textContent);
+  var LIMIT = 4, CELL = 13, words = spec.words, n = words.length;
+  function flat(a) { var out = []; a.forEach(function (r) { out.push.apply(out, r); }); return out; }
+  function nest(a, rows, cols) { var out = []; for (var r = 0; r < rows; r++) out.push(N.toArray(a.subarray(r * cols, (r + 1) * cols))); return out; }
+
+  function defaults() { return {bias: spec.bias.slice(), features: spec.features.map(function (r) { return r.slice(); })}; }
+  // inputs: bias b (2k + 1), offsets δ = -k..k; features (N, C). Outputs: kernel softmax(b) (2k + 1);
+  // attention (N, N), softmax over keys j of b_{j-i} (-inf beyond |j - i| > k): the renormalised band;
+  // zero_band (N, N), the zero-padded convolution's band; renormalized, zero_padded (N, C), the two outputs.
+  function compute(inputs) {
+    var b = inputs.bias, x = flat(inputs.features), rows = inputs.features.length, ch = inputs.features[0].length;
+    var att = N.band(b, rows, "renormalize"), zb = N.band(b, rows, "zeros");
+    return {kernel: N.toArray(N.softmax(b)), attention: nest(att, rows, rows), zero_band: nest(zb, rows, rows),
+            renormalized: nest(N.matmul(att, rows, rows, x, ch), rows, ch),
+            zero_padded: nest(N.matmul(zb, rows, rows, x, ch), rows, ch)};
+  }
+  window.attnconvExplorables[root.dataset.explorable] = {defaults: defaults, compute: compute};
+
+  // ---- the page -----------------------------------------------------------------------------------------------
+  var state = defaults(), body = root.querySelector(".ax-body"), BAR_H = 110;
+  var ks = [1, 2, 3, 4].map(function (k) { return '<button type="button" data-k="' + k + '">k = ' + k + "</button>"; }).join("");
+  var labels = words.map(function (w) { return '<div style="height: ' + CELL + 'px; line-height: ' + CELL + 'px">' + w + "</div>"; }).join("");
+  var chart = function (cls, title) {
+    return '<div class="ax-panel" style="text-align: left"><div class="ax-caption" style="max-width: none">' + title + '</div><canvas class="' + cls +
+      '" width="' + (n * CELL * 2) + '" height="160" style="width: ' + (n * CELL) + 'px; height: 80px; cursor: default"></canvas></div>';
+  };
+  body.innerHTML =
+    '<div class="ax-controls">' + ks + '<button type="button" class="ax-flat">flat kernel</button></div>' +
+    '<div class="ax-row"><div><div class="ax-caption" style="max-width: none">drag the bars: biases b(δ) from −4 to 4; under each bar its offset δ = key − query, b(δ) and the kernel β(δ) = softmax(b)(δ)</div>' +
+    '<div class="ax-bars"></div></div>' +
+    '<div class="ax-number ax-mass"></div></div>' +
+    '<div class="ax-row"><div class="ax-panel" style="text-align: left"><div class="ax-caption" style="max-width: none">attention softmax_j b(j − i): query i (rows), key j (columns)</div>' +
+    '<div style="display: flex"><div class="ax-tokens" style="text-align: right; padding-right: 4px; white-space: nowrap">' + labels + "</div>" +
+    '<canvas class="ax-matrix" style="width: ' + n * CELL + "px; height: " + n * CELL + 'px; cursor: default"></canvas></div></div></div>' +
+    '<div class="ax-row">' + chart("ax-ones", "on a sequence of ones") + chart("ax-len", "on the words' lengths (scaled to 1)") + "</div>" +
+    '<div class="ax-caption" style="max-width: none"><span style="color: #1f5fa8">■ attention = renormalised lightconv</span> &nbsp; ' +
+    '<span style="color: #d95f02">■ zero-padded lightconv</span> &nbsp; <span style="color: #888">■ input</span></div>';
+  var q = function (s) { return root.querySelector(s); }, qa = function (s) { return N.toArray(root.querySelectorAll(s)); };
+
+  function bars() {
+    var k = (state.bias.length - 1) / 2, html = "";
+    state.bias.forEach(function (v, t) {
+      var sub = String(t - k).replace("-", "−");
+      html += '<div class="ax-panel" style="width: 38px; white-space: nowrap"><div class="ax-bar-box" style="position: relative; width: 30px; height: ' + BAR_H +
+        'px; background: #f3f3f3; margin: auto"><div class="ax-bar" style="position: absolute; left: 3px; width: 24px; background: #1f5fa8"></div>' +
+        '<div style="position: absolute; left: 0; right: 0; top: ' + BAR_H / 2 + 'px; border-top: 1px solid #999"></div></div>' +
+        '<div class="ax-caption">' + sub + '</div><div class="ax-caption ax-bval"></div><div class="ax-caption ax-kval"></div></div>';
+    });
+    q(".ax-bars").innerHTML = html;
+  }
+  function line(ctx, values, color, w) {
+    ctx.strokeStyle = color; ctx.lineWidth = w; ctx.beginPath();
+    values.forEach(function (v, i) { var x = (i + 0.5) * CELL * 2, y = 150 - 140 * v; if (i) ctx.lineTo(x, y); else ctx.moveTo(x, y); });
+    ctx.stroke();
+  }
+  function plot(cls, out, c) {
+    var cv = q("canvas." + cls), ctx = cv.getContext("2d");
+    ctx.clearRect(0, 0, cv.width, cv.height);
+    ctx.strokeStyle = "#ddd"; ctx.lineWidth = 1; ctx.strokeRect(0.5, 10, cv.width - 1, 140);
+    line(ctx, state.features.map(function (r) { return r[c]; }), "#888", 2);
+    line(ctx, out.renormalized.map(function (r) { return r[c]; }), "#1f5fa8", 4);
+    line(ctx, out.zero_padded.map(function (r) { return r[c]; }), "#d95f02", 3);
+  }
+  function draw() {
+    var out = compute(state), k = (state.bias.length - 1) / 2;
+    qa(".ax-bar").forEach(function (el, t) {
+      var v = state.bias[t], y = BAR_H / 2 * (1 - v / LIMIT);
+      el.style.top = Math.min(y, BAR_H / 2) + "px"; el.style.height = Math.max(1, Math.abs(BAR_H / 2 - y)) + "px";
+    });
+    qa(".ax-bval").forEach(function (el, t) { el.textContent = state.bias[t].toFixed(1).replace("-", "−"); });
+    qa(".ax-kval").forEach(function (el, t) { el.textContent = out.kernel[t].toFixed(2); });
+    var m = flat(out.attention), cv = q("canvas.ax-matrix");
+    N.paint(cv, m, n, n, function (v) { return v === 0 ? [255, 255, 255] : N.ramp(v); });
+    plot("ax-ones", out, 0); plot("ax-len", out, 1);
+    var kept = out.zero_padded[0][0];
+    q(".ax-mass").innerHTML = "first word: zero padding keeps <b>" + (100 * kept).toFixed(0) + "%</b> of the kernel's mass; " +
+      "attention renormalises to <b>" + (100 * out.renormalized[0][0]).toFixed(0) + "%</b>";
+    qa("button[data-k]").forEach(function (b) { b.classList.toggle("ax-on", +b.dataset.k === k); });
+  }
+  function setK(k) {
+    var old = state.bias, ok = (old.length - 1) / 2, next = [];
+    for (var d = -k; d <= k; d++) next.push(Math.abs(d) <= ok ? old[d + ok] : -1);
+    state.bias = next; bars(); draw();
+  }
+  function wire() {
+    N.onDrag(q(".ax-bars"), function (ev) {
+      var boxes = qa(".ax-bar-box"), pt = ev.touches && ev.touches.length ? ev.touches[0] : ev;
+      boxes.forEach(function (box, t) {
+        var r = box.getBoundingClientRect();
+        if (pt.clientX < r.left - 2 || pt.clientX > r.right + 2) return;
+        var v = LIMIT * (1 - 2 * (pt.clientY - r.top) / r.height);
+        state.bias = state.bias.slice(); state.bias[t] = Math.round(Math.max(-LIMIT, Math.min(LIMIT, v)) * 10) / 10;
+      });
+      draw();
+    });
+  }
+  qa("button[data-k]").forEach(function (b) { b.addEventListener("click", function () { setK(+b.dataset.k); }); });
+  q(".ax-flat").addEventListener("click", function () { state.bias = state.bias.map(function () { return 0; }); draw(); });
+  bars(); wire(); draw();
+})();
