@@ -33,7 +33,7 @@ def isolated(monkeypatch, tmp_path):
     """No ATTNCONV_DATA, a private cache, and no way to reach the real download address."""
     monkeypatch.delenv("ATTNCONV_DATA", raising=False)
     monkeypatch.setenv("ATTNCONV_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(cifar10, "CIFAR10_URL", "http://127.0.0.1:9/cifar-10-python.tar.gz")
+    monkeypatch.setenv("ATTNCONV_CIFAR10_URL", "http://127.0.0.1:9/cifar-10-python.tar.gz")  # never the network
 
 
 def _cache_files(tmp_path):
@@ -160,7 +160,7 @@ def server(tmp_path):
 
 def test_download_is_hash_checked(tmp_path, arrays, monkeypatch, server):
     md5 = write_official_archive(tmp_path / "www" / "cifar-10-python.tar.gz", arrays)
-    monkeypatch.setattr(cifar10, "CIFAR10_URL", f"{server}/cifar-10-python.tar.gz")
+    monkeypatch.setenv("ATTNCONV_CIFAR10_URL", f"{server}/cifar-10-python.tar.gz")  # the mirror variable
     with pytest.raises(RuntimeError, match="failed its md5 check"):
         load_cifar10(md5="0" * 32, expected_sizes=ANY)
     assert not (tmp_path / "cache" / "cifar-10-python.tar.gz").exists(), "a bad download must not be kept"

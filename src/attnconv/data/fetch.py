@@ -18,7 +18,8 @@ import hashlib
 import os
 from pathlib import Path
 
-from .cifar10 import ARCHIVE_NAME, CIFAR10_MD5, CIFAR10_URL, EXTRACTED_NAME
+from .cifar10 import ARCHIVE_NAME, CIFAR10_MD5, EXTRACTED_NAME
+from .download import cifar10_md5, cifar10_url
 from .nltk_zips import NLTK_ZIPS, download_corpora
 from .paths import data_root, default_cache_dir
 
@@ -45,13 +46,14 @@ def fetch_all(dest: str | os.PathLike, *, progress: bool = False) -> Path:
 
     folder = Path(dest).expanduser()
     folder.mkdir(parents=True, exist_ok=True)
+    url = cifar10_url()
     try:
-        pooch.retrieve(CIFAR10_URL, known_hash=f"md5:{CIFAR10_MD5}", fname=ARCHIVE_NAME, path=folder,
+        pooch.retrieve(url, known_hash=f"md5:{cifar10_md5(CIFAR10_MD5)}", fname=ARCHIVE_NAME, path=folder,
                        progressbar=progress)
     except ValueError as err:  # pooch's hash mismatch; the bad file has been removed
-        raise RuntimeError(f"{ARCHIVE_NAME} from {CIFAR10_URL} failed its md5 check ({err}); try again") from err
+        raise RuntimeError(f"{ARCHIVE_NAME} from {url} failed its md5 check ({err}); try again") from err
     except Exception as err:  # offline, refused, an error page
-        raise FileNotFoundError(f"could not download {CIFAR10_URL} ({type(err).__name__}: {err})") from err
+        raise FileNotFoundError(f"could not download {url} ({type(err).__name__}: {err})") from err
     download_corpora(dest=folder / "nltk" / "corpora", progress=progress)
     return folder
 

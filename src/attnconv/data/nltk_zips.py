@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pooch
 
+from .download import NLTK_OFFICIAL_URL, nltk_md5s, nltk_url
 from .paths import default_cache_dir
 
 __all__ = ["NLTK_URL", "NLTK_ZIPS", "cached_corpora_dir", "download_corpora"]
 
 #: Where NLTK's downloader fetches corpus ``<name>.zip`` from.
-NLTK_URL = "https://raw.githubusercontent.com/nltk/nltk_data/gh-pages/packages/corpora/{name}.zip"
+NLTK_URL = NLTK_OFFICIAL_URL
 
 #: The zips of the pretraining text and the downstream tasks, with their md5 sums.
 NLTK_ZIPS: dict[str, str] = {
@@ -46,13 +47,13 @@ def cached_corpora_dir() -> Path:
 
 
 def download_corpora(names: tuple[str, ...] | list[str] | None = None, dest: str | os.PathLike | None = None,
-                     *, url: str = NLTK_URL, progress: bool = False) -> Path:
+                     *, url: str | None = None, progress: bool = False) -> Path:
     """Fetch the NLTK zips ``names`` (default: all of :data:`NLTK_ZIPS`) into ``dest``, skipping good copies.
 
     Args:
         names: keys of :data:`NLTK_ZIPS`.
         dest: the folder (default :func:`cached_corpora_dir`); created if missing.
-        url: a template with ``{name}`` (for a mirror).
+        url: a template with ``{name}`` (for a mirror); default ``$ATTNCONV_NLTK_URL``, else NLTK's address.
         progress: show a download bar.
 
     Returns:
@@ -68,11 +69,13 @@ def download_corpora(names: tuple[str, ...] | list[str] | None = None, dest: str
     if unknown:
         raise ValueError(f"names must be among {tuple(NLTK_ZIPS)}, got {unknown}")
     folder = Path(dest).expanduser() if dest is not None else cached_corpora_dir()
+    url = nltk_url() if url is None else url
+    sums = nltk_md5s(NLTK_ZIPS)
     folder.mkdir(parents=True, exist_ok=True)
     for name in names:
         address = url.format(name=name)
         try:
-            pooch.retrieve(address, known_hash=f"md5:{NLTK_ZIPS[name]}", fname=f"{name}.zip", path=folder,
+            pooch.retrieve(address, known_hash=f"md5:{sums[name]}", fname=f"{name}.zip", path=folder,
                            progressbar=progress)
         except ValueError as err:  # pooch's hash mismatch; the bad file has been removed
             raise RuntimeError(f"{name}.zip from {address} failed its md5 check ({err}); try again") from err

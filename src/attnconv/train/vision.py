@@ -36,6 +36,7 @@ from ..data import CIFAR10, CropFlip, load_cifar10, normalize
 from ..finite import deferred_finite_checks
 from ..models import SelfAttentionNet, build_model, model_cost, no_weight_decay
 from .artifacts import attention_summary, center_snapshot
+from .cuda import enable_fast_kernels
 from .checkpoint import save_checkpoint, write_json
 from .distributed import DistInfo, all_reduce_sum, barrier, init_distributed
 from .folder import RunFolder, RunSetupError, data_identity, open_run
@@ -262,10 +263,7 @@ def _train(config: TrainConfig, run: RunFolder, info: DistInfo, data: CIFAR10 | 
     out, ckpt_path = run.out, run.checkpoint
     threads_before = torch.get_num_threads()
     threads = set_threads(config.threads, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-    if info.device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-        torch.backends.cudnn.benchmark = True
+    enable_fast_kernels(info.device)
     data = data if data is not None else _load_data(data_path, info)
     tensors = _Data(data, config, info)
     m = _Model(config, info)
