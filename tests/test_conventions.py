@@ -395,6 +395,31 @@ def test_fairseq_lightconv_tbc_row_copies_as_is(kernel_size, causal):
         _differs(fairseq_lightconv_bct(x.transpose(1, 2), weight, bias, padding_l).transpose(1, 2), theirs)
 
 
+@pytest.mark.parametrize("kernel_size", [4, 5])
+def test_fairseq_rows_any_padding_l(kernel_size):
+    """fairseq's padding_l may be any of 0..K-1 (tap t reads token i + t - padding_l): the option padding_l, for the
+    lightweight and the dynamic convolution (both boundaries); the centred default differs when padding_l is not."""
+    torch.manual_seed(9)
+    weight, bias, x = _randn(2, 1, kernel_size), _randn(8), _randn(2, 11, 8)
+    lin_w, lin_b = _randn(2 * kernel_size, 8, scale=0.7), _randn(2 * kernel_size)
+    for padding_l in range(kernel_size):
+        theirs = fairseq_lightconv_tbc(x.transpose(0, 1), weight, bias, padding_l, softmax_dtype=D).transpose(0, 1)
+        light = LightweightConv1d(8, 2, kernel_size, bias=True, padding_l=padding_l).to(D)
+        light.load_state_dict({"weight": weight.squeeze(1), "bias": bias})
+        _close(light(x), theirs)
+        for renorm in (False, True):
+            theirs = fairseq_dynamic_tbc(x.transpose(0, 1), lin_w, lin_b, bias, kernel_size, padding_l,
+                                         renorm).transpose(0, 1)
+            dynamic = DynamicConv1d(8, 2, kernel_size, boundary="renormalize" if renorm else "zeros", conv_bias=True,
+                                    padded_keys="zeros", padding_l=padding_l).to(D)
+            dynamic.load_state_dict({"kernel_proj.weight": lin_w, "kernel_proj.bias": lin_b, "conv_bias": bias})
+            _close(dynamic(x), theirs)
+            if kernel_size % 2 and padding_l != kernel_size // 2:
+                centred = DynamicConv1d(8, 2, kernel_size, boundary=dynamic.boundary, conv_bias=True).to(D)
+                centred.load_state_dict(dynamic.state_dict())
+                _differs(centred(x), theirs)
+
+
 @pytest.mark.parametrize("t", [3, 5, 7, 11])
 def test_fairseq_dynamic_conv_row_causal_kernel_longer_than_the_sequence(t):
     """Causal K = 7: fairseq's expanded path (softmax over all K taps) is the default; its unfolded path (the last

@@ -299,3 +299,23 @@ def test_cut_long_kernel_renormalises_over_the_taps_that_reach_a_token():
     torch.testing.assert_close(band[..., 2:], torch.softmax(full.kernel_logits(short)[..., 2:], -1), rtol=0, atol=0)
     assert (full.band(short)[..., 2:].sum(-1) < 1 - 1e-3).all()  # all K taps: mass lost to the missing past
     assert torch.equal(cut(long), full(long)) and not torch.allclose(cut(short), full(short))
+
+
+def test_padding_l_checks_and_the_windows_it_has():
+    """padding_l in 0..K-1 only, equal to K - 1 with causal; only centred and causal kernels have a max_distance
+    (an attention window), and to_conv1d needs padding_l >= (K - 1) / 2."""
+    for bad in (-1, 4, 1.0, True):
+        with pytest.raises(ValueError, match="padding_l must be an int in"):
+            LightweightConv1d(4, 2, 4, padding_l=bad)
+    with pytest.raises(ValueError, match="causal=True is padding_l"):
+        DynamicConv1d(4, 2, 4, causal=True, padding_l=1)
+    assert LightweightConv1d(4, 2, 5, padding_l=2).max_distance == 2 == LightweightConv1d(4, 2, 3, causal=True).max_distance
+    skewed = LightweightConv1d(4, 2, 4, padding_l=1).double()
+    with pytest.raises(ValueError, match="neither centred nor causal"):
+        skewed.max_distance
+    with pytest.raises(ValueError, match="to_conv1d needs padding_l"):
+        skewed.to_conv1d()
+    late = LightweightConv1d(4, 2, 4, padding_l=2).double()  # taps read offsets -2..1
+    x = torch.randn(2, 9, 4, **f64)
+    torch.testing.assert_close(late.to_conv1d()(x.transpose(1, 2))[..., :9].transpose(1, 2), late(x), rtol=0,
+                               atol=1e-12)

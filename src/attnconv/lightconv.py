@@ -20,8 +20,8 @@ an unpadded token's output (even a NaN in a padded token).
 
 **The reference's options.** As in fairseq's implementation of Wu et al.: ``weight_softmax=False`` uses the raw,
 signed kernel w (no softmax; only with zero padding); ``causal=True`` places the K taps on the past,
-δ = -(K-1)..0 (fairseq's ``padding_l = K - 1``, for decoders; any K ≥ 1), and the general rule is that tap t
-reads offset δ = t - ``padding_l``; a bias on the output (``bias`` of :class:`LightweightConv1d`,
+δ = -(K-1)..0 (fairseq's ``padding_l = K - 1``, for decoders; any K ≥ 1), and in general tap t reads offset
+δ = t - ``padding_l``, for any ``padding_l`` in 0..K-1; a bias on the output (``bias`` of :class:`LightweightConv1d`,
 ``conv_bias`` of :class:`DynamicConv1d`). Their attention-side counterparts are in
 :mod:`attnconv.construct.sequence`: a causal kernel is causal windowed relative-bias attention, a bias is the
 output projection's bias, and a signed kernel has no softmax counterpart (attention weights are positive and sum
@@ -84,8 +84,15 @@ def _check_overflow(out: Tensor, x: Tensor, values: Tensor | None = None) -> Ten
     return out
 
 
-def _padding_l(kernel_size: int, causal: bool) -> int:
-    """How many taps read the past: k for a centred odd kernel 2k+1, K - 1 for a causal one."""
+def _padding_l(kernel_size: int, causal: bool, padding_l: int | None = None) -> int:
+    """How many taps read the past: k for a centred odd kernel 2k+1, K - 1 for a causal one, or ``padding_l``."""
+    if padding_l is not None:
+        k = positive_int("kernel_size", kernel_size)
+        if isinstance(padding_l, bool) or not isinstance(padding_l, int) or not 0 <= padding_l < k:
+            raise ValueError(f"padding_l must be an int in [0, kernel_size={k}), got {padding_l!r}")
+        if causal and padding_l != k - 1:
+            raise ValueError(f"causal=True is padding_l = kernel_size - 1 = {k - 1}, got padding_l={padding_l}")
+        return padding_l
     if causal:
         return positive_int("kernel_size", kernel_size) - 1
     return odd_kernel_size(kernel_size)
@@ -95,15 +102,15 @@ class _HeadKernelConv1d(nn.Module):
     """What lightweight and dynamic convolutions share: heads over channel groups, odd kernels, the boundary rule."""
 
     def __init__(self, embed_dim: int, num_heads: int, kernel_size: int, boundary: str, weight_dropout: float,
-                 weight_softmax: bool = True, causal: bool = False, padded_keys: str = "excluded") -> None:
+                 weight_softmax: bool = True, causal: bool = False, padded_keys: str = "excluded",
+                 padding_l: int | None = None) -> None:
         super().__init__()
         self.embed_dim = positive_int("embed_dim", embed_dim)
         self.num_heads = positive_int("num_heads", num_heads)
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
         self.causal = bool(causal)
-        self.padding_l = _padding_l(kernel_size, self.causal)
-        self.max_distance = self.padding_l  # k: the farthest offset a tap reads
+        self.padding_l = _padding_l(kernel_size, self.causal, padding_l)
         self.kernel_size = kernel_size
         self.boundary = _boundary(boundary)
         self.weight_softmax = bool(weight_softmax)
@@ -114,6 +121,14 @@ class _HeadKernelConv1d(nn.Module):
         if padded_keys not in PADDED_KEYS:
             raise ValueError(f"padded_keys must be one of {PADDED_KEYS}, got {padded_keys!r}")
         self.padded_keys = padded_keys
+
+    @property
+    def max_distance(self) -> int:
+        """k, the farthest offset a tap reads (the attention window): centred or causal kernels only."""
+        if not (self.causal or 2 * self.padding_l == self.kernel_size - 1):
+            raise ValueError(f"padding_l={self.padding_l} with kernel_size={self.kernel_size} is neither centred nor "
+                             "causal: no symmetric or causal window (max_distance) covers its taps")
+        return self.padding_l
 
     def normalise(self, logits: Tensor, n: int, key_padding_mask: Tensor | None = None) -> Tensor:
         """Kernel logits ``(B or 1, N_h, N or 1, K)`` -> kernels: the logits themselves (``weight_softmax=False``),
@@ -144,7 +159,8 @@ class _HeadKernelConv1d(nn.Module):
     def extra_repr(self) -> str:
         return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, kernel_size={self.kernel_size}, "
                 f"boundary={self.boundary!r}, weight_dropout={self.weight_dropout}, "
-                f"weight_softmax={self.weight_softmax}, causal={self.causal}, padded_keys={self.padded_keys!r}")
+                f"weight_softmax={self.weight_softmax}, causal={self.causal}, padded_keys={self.padded_keys!r}, "
+                f"padding_l={self.padding_l}")
 
 
 class LightweightConv1d(_HeadKernelConv1d):
@@ -163,6 +179,9 @@ class LightweightConv1d(_HeadKernelConv1d):
             ``boundary="zeros"``. No softmax attention has a signed kernel: see :meth:`to_conv1d`.
         causal: the K = ``kernel_size`` taps read offsets -(K-1)..0, the past only (any K ≥ 1); equal to causal
             windowed relative-bias attention (:func:`~attnconv.construct.sequence.lightconv_to_attention`).
+        padding_l: fairseq's ``padding_l``, any int in 0..K-1: tap t reads offset t - ``padding_l`` (any K).
+            Default K // 2 (a centred odd kernel), or K - 1 with ``causal``. Only those two have an attention
+            window (:attr:`max_distance`); :meth:`to_conv1d` needs ``padding_l`` ≥ (K - 1) / 2.
 
     Attributes:
         weight: ``(N_h, K)`` kernel logits w; the kernel is β = softmax(w) (:attr:`kernel`), or w itself.
@@ -173,8 +192,9 @@ class LightweightConv1d(_HeadKernelConv1d):
 
     def __init__(self, embed_dim: int, num_heads: int, kernel_size: int, boundary: str = "zeros",
                  bias: bool = False, weight_dropout: float = 0.0, weight_softmax: bool = True,
-                 causal: bool = False) -> None:
-        super().__init__(embed_dim, num_heads, kernel_size, boundary, weight_dropout, weight_softmax, causal)
+                 causal: bool = False, padding_l: int | None = None) -> None:
+        super().__init__(embed_dim, num_heads, kernel_size, boundary, weight_dropout, weight_softmax, causal,
+                         padding_l=padding_l)
         scale = 0.5 if self.weight_softmax else kernel_size**-0.5
         self.weight = nn.Parameter(torch.randn(num_heads, kernel_size) * scale)
         self.bias = nn.Parameter(torch.zeros(embed_dim)) if bias else None
@@ -219,6 +239,9 @@ class LightweightConv1d(_HeadKernelConv1d):
         """
         if self.boundary != "zeros":
             raise ValueError("to_conv1d needs boundary='zeros': a renormalised kernel changes near the sequence edges")
+        if 2 * self.padding_l < self.kernel_size - 1:
+            raise ValueError(f"to_conv1d needs padding_l >= (kernel_size - 1) / 2, got padding_l={self.padding_l} "
+                             f"with kernel_size={self.kernel_size}")
         c, group = self.embed_dim, self.embed_dim // self.num_heads
         conv = nn.Conv1d(c, c, self.kernel_size, padding=self.padding_l, bias=self.bias is not None)
         conv = conv.to(dtype=self.weight.dtype, device=self.weight.device)
@@ -244,7 +267,7 @@ class DynamicConv1d(_HeadKernelConv1d):
     Args:
         embed_dim: C, channels of the input (and of the values the kernels are applied to).
         num_heads: N_h; C must be divisible by N_h.
-        kernel_size: K = 2k+1, odd (any K ≥ 1 when ``causal``).
+        kernel_size: K = 2k+1, odd (any K ≥ 1 when ``causal`` or with ``padding_l``).
         boundary: ``"zeros"`` or ``"renormalize"``, as in :class:`LightweightConv1d`.
         bias: give the kernel predictor W^D a bias b^D.
         weight_dropout: DropConnect on the normalised kernels during training.
@@ -257,6 +280,7 @@ class DynamicConv1d(_HeadKernelConv1d):
             padded keys out of the softmax, as attention's padding mask does; ``"zeros"`` keeps them in it, reading
             zeros, which is fairseq's ``renorm_padding=True`` (it renormalises only at the sequence ends and zeroes
             padded tokens before the layer).
+        padding_l: fairseq's ``padding_l`` (0..K-1), as in :class:`LightweightConv1d`.
         cut_long_kernel: ``causal`` only, and only when K > N: the softmax is over the last N taps, the only ones
             that can reach a token, as in fairseq's unfolded path (``DynamicConv1dTBC._forward_unfolded``, the one
             its decoder uses), instead of over all K (its expanded path, and the default, whose kernel does not
@@ -270,9 +294,9 @@ class DynamicConv1d(_HeadKernelConv1d):
     def __init__(self, embed_dim: int, num_heads: int, kernel_size: int, boundary: str = "zeros",
                  bias: bool = True, weight_dropout: float = 0.0, weight_softmax: bool = True,
                  causal: bool = False, conv_bias: bool = False, padded_keys: str = "excluded",
-                 cut_long_kernel: bool = False) -> None:
+                 cut_long_kernel: bool = False, padding_l: int | None = None) -> None:
         super().__init__(embed_dim, num_heads, kernel_size, boundary, weight_dropout, weight_softmax, causal,
-                         padded_keys)
+                         padded_keys, padding_l)
         if cut_long_kernel and not self.causal:
             raise ValueError("cut_long_kernel needs causal=True: fairseq cuts a kernel longer than the sequence only "
                              "when its taps all read the past (padding_l = K - 1)")
