@@ -152,3 +152,17 @@ def test_chapter06_mean_distance_and_matching_from_scratch_match_the_library():
     cost = torch.cdist(taps.double(), torch.tensor(centers)).numpy()
     brute = min(cost[np.arange(9), list(p)].sum() for p in itertools.islice(itertools.permutations(range(9)), None)) / 9
     assert abs(brute - matched_tap_distance(torch.tensor(centers), taps)[0]) < 1e-9
+
+
+def test_chapter06_explorer_says_its_centres_moved_in_cells():
+    """The explorer's snapshot labels give the distance in grid cells (one cell is 2 pixels), as the chapter does."""
+    import json
+    from pathlib import Path
+
+    from attnconv.figures.interactive import quadratic_run_viewer
+
+    run = Path(__file__).resolve().parents[1] / "results" / "cpu-quick-sa-quadratic"
+    records = [json.loads(line) for line in (run / "centers.jsonl").read_text().splitlines()]
+    viewer = quadratic_run_viewer([records[0], records[-1]], stride=4)
+    labels = viewer.labels["snapshot"]
+    assert labels[-1] == "epoch 6: centres moved 0.13 cells" and not any("px" in label for label in labels)

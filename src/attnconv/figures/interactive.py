@@ -199,7 +199,7 @@ def quadratic_run_viewer(snapshots: Sequence[dict], grid: Sequence[int] = (16, 1
     first = torch.as_tensor(snapshots[0]["centers"], dtype=torch.float64)
     moved = [float((torch.as_tensor(s["centers"], dtype=torch.float64) - first).norm(dim=-1).mean()) for s in snapshots]
     # The label says how far the centres have moved, so that a small change reads as a finding, not a broken control.
-    epochs = [f"epoch {s['epoch']:g}" + (f": centres moved {m:.2f} px" if i else " (start)")
+    epochs = [f"epoch {s['epoch']:g}" + (f": centres moved {m:.2f} cells" if i else " (start)")
               for i, (s, m) in enumerate(zip(snapshots, moved))]
     return HeatmapViewer(maps, {"snapshot": epochs, "layer": list(range(1, maps.shape[1] + 1)), "query row": rows,
                                 "query col": cols}, [f"head {i + 1}" for i in range(maps.shape[4])], title=title,
