@@ -53,7 +53,8 @@ def open_page(browser, html: str, tmp_path: Path, width: int, touch: bool = Fals
 
 LAYOUT_JS = """(root) => {
   const box = document.querySelector(root);
-  const out = {width: box.getBoundingClientRect().width, right: 0, small: [], page: document.documentElement.scrollWidth};
+  const out = {width: box.getBoundingClientRect().width, right: 0, small: [],
+               page: document.documentElement.scrollWidth};
   for (const el of box.querySelectorAll('*')) {
     const r = el.getBoundingClientRect();
     if (!r.width) continue;

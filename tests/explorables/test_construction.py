@@ -12,7 +12,7 @@ from attnconv.explorables.construction import construction_explorable, reference
 from .conftest import check_layout, open_page, touch_drag
 
 ID = "ch03-construction"
-TOL = 1.2e-7  # float32 rounding (its machine epsilon), relative to the larger of 1 and the output; both sides are float64
+TOL = 1.2e-7  # float32 rounding (its epsilon), relative to the larger of 1 and the output; both sides are float64
 
 
 @pytest.fixture(scope="module")
