@@ -4,19 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from tests.book.conftest import CHROMIUM_FLAGS, chromium_path
+from tests.book.conftest import browser  # noqa: F401  (the session's Chromium, shared with the book's checks)
 
 
-@pytest.fixture(scope="session")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True)
-        yield b
-        b.close()
+def worst_relative_error(got: dict, want: dict, keys, tol: float) -> float:
+    """The largest |page - library| over ``keys``, relative to the larger of 1 and the library's output; each
+    key's shape must agree and its error stay below ``tol``."""
+    worst = 0.0
+    for key in keys:
+        g, w = np.asarray(got[key]), want[key]
+        assert g.shape == w.shape, key
+        err = float(np.abs(g - w).max()) / max(1.0, float(np.abs(w).max()))
+        assert err < tol, f"{key}: {err}"
+        worst = max(worst, err)
+    return worst
 
 
 class Loaded:

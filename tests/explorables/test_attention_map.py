@@ -9,7 +9,7 @@ import pytest
 from attnconv.explorables import standalone_page
 from attnconv.explorables.attention_map import attention_explorable, reference
 
-from .conftest import check_layout, open_page, touch_drag
+from .conftest import check_layout, open_page, touch_drag, worst_relative_error
 
 ID = "ch02-attention"
 TOL = 1.2e-7  # float32 rounding (its machine epsilon), relative to the larger of 1 and the output
@@ -21,14 +21,7 @@ def html():
 
 
 def _compare(got: dict, want: dict) -> float:
-    worst = 0.0
-    for key in ("attention", "heads", "tokens"):
-        g, w = np.asarray(got[key]), want[key]
-        assert g.shape == w.shape, key
-        err = float(np.abs(g - w).max()) / max(1.0, float(np.abs(w).max()))
-        assert err < TOL, f"{key}: {err}"
-        worst = max(worst, err)
-    return worst
+    return worst_relative_error(got, want, ("attention", "heads", "tokens"), TOL)
 
 
 def test_compute_equals_the_library_on_random_inputs(browser, html, tmp_path):

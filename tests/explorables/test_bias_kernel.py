@@ -9,7 +9,7 @@ import pytest
 from attnconv.explorables import standalone_page
 from attnconv.explorables.bias_kernel import bias_explorable, reference
 
-from .conftest import check_layout, open_page, touch_drag
+from .conftest import check_layout, open_page, touch_drag, worst_relative_error
 
 ID = "ch05-bias"
 TOL = 1.2e-7  # float32 rounding (its machine epsilon), relative to the larger of 1 and the output
@@ -22,14 +22,7 @@ def html():
 
 
 def _compare(got: dict, want: dict) -> float:
-    worst = 0.0
-    for key in KEYS:
-        g, w = np.asarray(got[key]), want[key]
-        assert g.shape == w.shape, key
-        err = float(np.abs(g - w).max()) / max(1.0, float(np.abs(w).max()))
-        assert err < TOL, f"{key}: {err}"
-        worst = max(worst, err)
-    return worst
+    return worst_relative_error(got, want, KEYS, TOL)
 
 
 def test_compute_equals_the_library_on_random_kernels(browser, html, tmp_path):

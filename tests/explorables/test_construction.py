@@ -9,7 +9,7 @@ import pytest
 from attnconv.explorables import standalone_page
 from attnconv.explorables.construction import construction_explorable, reference
 
-from .conftest import check_layout, open_page, touch_drag
+from .conftest import check_layout, open_page, touch_drag, worst_relative_error
 
 ID = "ch03-construction"
 TOL = 1.2e-7  # float32 rounding (its epsilon), relative to the larger of 1 and the output; both sides are float64
@@ -29,14 +29,7 @@ def _random_inputs(rng: np.random.Generator, image) -> dict:
 
 
 def _compare(got: dict, want: dict) -> float:
-    worst = 0.0
-    for key in ("conv", "mhsa", "difference", "attention"):
-        g, w = np.asarray(got[key]), want[key]
-        assert g.shape == w.shape, key
-        scale = max(1.0, float(np.abs(w).max()))
-        err = float(np.abs(g - w).max()) / scale
-        assert err < TOL, f"{key}: {err}"
-        worst = max(worst, err)
+    worst = worst_relative_error(got, want, ("conv", "mhsa", "difference", "attention"), TOL)
     assert abs(got["max_difference"] - want["max_difference"]) < TOL * max(1.0, want["max_difference"])
     return worst
 
