@@ -41,6 +41,7 @@ def _info(png: bytes):
 
 
 def test_narrow_image_is_legible_in_a_phone_column_and_both_declare_their_text():
+    plt.close("all")  # figures other tests in this process left open are not this one's
     figure = phone_figure(heads, wide=4, narrow=2, alt="four heads")
     wide_w, wide_text, wide_words = _info(figure.wide_png)
     narrow_w, narrow_text, narrow_words = _info(figure.narrow_png)
