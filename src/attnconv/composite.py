@@ -14,7 +14,7 @@ put a GELU between their depthwise and pointwise steps (``conv_activation="gelu"
 instead (``conv_groups``), and can cover only half of the heads (``mixed_projections``). Their ``convolution``
 variant adds a depthwise convolution of the values to the attention's context, times a scalar per head
 (``value_conv``, with ``value_conv_scale`` and ``value_conv_bias``). The projections and the branch are built
-in :mod:`attnconv.conv_projections`; their classes are importable from here too.
+in ``attnconv.conv_projections``; their classes are importable from here too.
 
 The offsets are key minus query, δ = j - i. Chang et al.'s code indexes the key-dependent table by query minus
 key, so their table is this layer's ``key_term.embedding`` with its rows reversed.

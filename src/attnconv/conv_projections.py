@@ -1,7 +1,7 @@
 """Convolutional projections (Chang et al. 2021): queries, keys or values computed by a convolution.
 
 Chang et al. replace the linear query, key and value maps of self-attention by convolutions over the sequence:
-a depthwise-separable one (:class:`DepthwiseSeparableConv1d`, optionally with a GELU between
+a depthwise-separable one (``DepthwiseSeparableConv1d``, optionally with a GELU between
 its steps), one grouped convolution (:class:`GroupedConv1d`), or, in their "mixed" variant, a convolution for the
 first channels and a linear map for the rest (:class:`MixedProjection`). :class:`~attnconv.composite.CompositeAttention`
 builds them from its ``conv_projections`` options.
@@ -132,7 +132,7 @@ class MixedProjection(nn.Module):
     """A projection whose first channels are a convolution and whose other channels are linear.
 
     Chang et al.'s "mixed" convolutional projections: of the N_h heads' query (key, value) channels, the first
-    ones come from a :class:`DepthwiseSeparableConv1d` (or a :class:`GroupedConv1d`) and the
+    ones come from a ``DepthwiseSeparableConv1d`` (or a :class:`GroupedConv1d`) and the
     rest from an ``nn.Linear``. By default the split falls between heads, after ``conv_heads`` heads; Chang et al.'s
     code splits at (N_h D_h) // 2 channels, which for an odd N_h falls inside a head (``conv_channels``).
 
@@ -141,7 +141,7 @@ class MixedProjection(nn.Module):
         head_dim: D_h.
         num_heads: N_h.
         conv_heads: how many heads (the first ones) are convolutional, 1 ≤ ``conv_heads`` < N_h.
-        kernel_size, bias, activation: as in :class:`DepthwiseSeparableConv1d`.
+        kernel_size, bias, activation: as in ``DepthwiseSeparableConv1d``.
         groups: ``None`` (depthwise-separable) or G, a grouped convolution (:class:`GroupedConv1d`).
         conv_channels: the number of convolutional channels, if not ``conv_heads`` D_h (1 ≤ it < N_h D_h).
 

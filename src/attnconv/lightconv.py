@@ -31,7 +31,7 @@ attention with one hard head per tap.
 The band primitives (:func:`~attnconv.taps.tap_mask`, :func:`~attnconv.taps.masked_softmax`,
 :func:`~attnconv.taps.apply_band`, :func:`~attnconv.taps.odd_kernel_size`) live in :mod:`attnconv.taps` and are
 re-exported here, as is :class:`DepthwiseSeparableConv1d`, the convolutional projection of
-:mod:`attnconv.conv_projections`.
+``attnconv.conv_projections``.
 
 Tensors are channels-last, ``(B, N, C)``; channel c belongs to head ``c // (C / N_h)``, as in
 :class:`~attnconv.attention.MultiHeadSelfAttention`.
@@ -75,7 +75,7 @@ def _boundary(boundary: str) -> str:
 def _check_overflow(out: Tensor, x: Tensor, values: Tensor | None = None) -> Tensor:
     """Return ``out``, or raise :class:`~attnconv._checks.NonFiniteResultError` if it holds NaN or inf although
     ``x`` (and ``values``) are finite: the kernel or the sum of its taps overflowed the dtype. Skipped inside
-    :func:`attnconv.finite.deferred_finite_checks`, where the caller checks once per step."""
+    ``attnconv.finite.deferred_finite_checks``, where the caller checks once per step."""
     if not finite_checks_on() or out.numel() == 0 or bool(torch.isfinite(out).all()):
         return out
     if values is not None and values is not x and not bool(torch.isfinite(values).all()):
@@ -181,7 +181,7 @@ class LightweightConv1d(_HeadKernelConv1d):
             windowed relative-bias attention (:func:`~attnconv.construct.sequence.lightconv_to_attention`).
         padding_l: fairseq's ``padding_l``, any int in 0..K-1: tap t reads offset t - ``padding_l`` (any K).
             Default K // 2 (a centred odd kernel), or K - 1 with ``causal``. Only those two have an attention
-            window (:attr:`max_distance`); :meth:`to_conv1d` needs ``padding_l`` ≥ (K - 1) / 2.
+            window (``max_distance``); :meth:`to_conv1d` needs ``padding_l`` ≥ (K - 1) / 2.
 
     Attributes:
         weight: ``(N_h, K)`` kernel logits w; the kernel is β = softmax(w) (:attr:`kernel`), or w itself.
@@ -335,7 +335,7 @@ class DynamicConv1d(_HeadKernelConv1d):
 
         Raises:
             ~attnconv._checks.NonFiniteResultError: (a ``ValueError``) ``x`` and ``values`` are finite but the
-                kernels or the output overflow the dtype, unless :func:`attnconv.finite.deferred_finite_checks`
+                kernels or the output overflow the dtype, unless ``attnconv.finite.deferred_finite_checks``
                 defers the check to the caller.
         """
         self.check_input(x, key_padding_mask, self.kernel_proj.weight.dtype)

@@ -7,9 +7,9 @@ numerically, and the pytest node ids that test it. The book page *Claims ledger*
 builds and fails the build when a claim lacks a check, a proof does not verify, a false variant is not rejected or
 a true variant is not verified.
 
-- :mod:`attnconv.claims.ledger`: :class:`Claim`, :class:`LedgerRow` and running the ledger;
-- :mod:`attnconv.claims.image` and :mod:`attnconv.claims.sequence`: the claims of chapters 01/03 and 05;
-- :mod:`attnconv.claims.page`: the ledger as HTML, with the book's numbers of the boxes.
+- ``attnconv.claims.ledger``: :class:`Claim`, :class:`LedgerRow` and running the ledger;
+- ``attnconv.claims.image`` and ``attnconv.claims.sequence``: the claims of chapters 01/03 and 05;
+- ``attnconv.claims.page``: the ledger as HTML, with the book's numbers of the boxes.
 """
 
 from __future__ import annotations

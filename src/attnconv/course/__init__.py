@@ -4,12 +4,12 @@
   (:func:`~attnconv.course.exercises.core.verify` in a chapter, the autograder's verdict).
 - :mod:`attnconv.course.student`: the student edition of every chapter (solutions stripped), ``make student``.
 - :mod:`attnconv.course.grade`: ``python -m attnconv.course.grade SUBMISSION.ipynb`` (or a folder, into a CSV
-  gradebook, :mod:`attnconv.course.gradebook`), which runs a submission in a fresh, isolated kernel
+  gradebook, ``attnconv.course.gradebook``), which runs a submission in a fresh, isolated kernel
   (:mod:`attnconv.course.execute`, :mod:`attnconv.course.isolation`), reads each exercise's answers back as data
   (:mod:`attnconv.course.wire`, SymPy through :mod:`attnconv.course.symrepr`), reruns function exercises on
   hidden inputs (:mod:`attnconv.course.sandbox`), checks them in an isolated checker process
   (:mod:`attnconv.course.checker`) and scores them with its own registry; reports in
-  :mod:`attnconv.course.report`, written answers in :mod:`attnconv.course.sheets`.
+  ``attnconv.course.report``, written answers in ``attnconv.course.sheets``.
 - :mod:`attnconv.course.gradescope`: a Gradescope autograder zip for one chapter.
 
 Only the exercises are imported here (``from attnconv.course import verify``), so that

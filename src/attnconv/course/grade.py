@@ -19,7 +19,7 @@ Nothing the student's code says or leaves behind is trusted:
 
 A folder of submissions is graded in parallel (``--jobs``) into one CSV gradebook, with a row per student (a
 notebook that cannot be read or graded gets a row with the reason) and a column per exercise. Written answers are
-collected into a Markdown sheet per student (:mod:`attnconv.course.sheets`).
+collected into a Markdown sheet per student (``attnconv.course.sheets``).
 """
 
 from __future__ import annotations

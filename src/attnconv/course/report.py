@@ -76,7 +76,7 @@ class GradeReport:
 
     @classmethod
     def from_json(cls, text: str) -> GradeReport:
-        """A report written by :meth:`to_json` (the grader's own worker wrote it; every field is typed here)."""
+        """A report written by ``to_json`` (the grader's own worker wrote it; every field is typed here)."""
         data = json.loads(text)
         exercises = [ExerciseGrade(str(e["label"]), str(e["kind"]), bool(e["passed"]), int(e["points"]),
                                    int(e["max_points"]), str(e["message"]), list(e.get("parts", [])))

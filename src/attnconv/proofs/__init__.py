@@ -1,14 +1,14 @@
 """Symbolic (SymPy) proofs of the book's claims. Each function returns a :class:`~attnconv.proofs.result.ProofResult`.
 
 - :mod:`attnconv.proofs.image`: Cordonnier et al. 2020, all in one namespace: convolution as shifts, and the
-  re-exports of :mod:`~attnconv.proofs.encoding` (the quadratic encoding, the hard-attention limit, the softmax
-  factorisation), :mod:`~attnconv.proofs.heads` (Lemma 1), :mod:`~attnconv.proofs.padded` (Theorem 1 on the
-  zero-padded canvas, 1-D, dilation and stride, the unpadded border) and :mod:`~attnconv.proofs.finite_alpha`.
+  re-exports of ``encoding`` (the quadratic encoding, the hard-attention limit, the softmax
+  factorisation), ``heads`` (Lemma 1), ``padded`` (Theorem 1 on the
+  zero-padded canvas, 1-D, dilation and stride, the unpadded border) and ``finite_alpha``.
 - :mod:`attnconv.proofs.rank`: how much of a tap one head carries (the rank condition, and a counterexample
   to its converse).
 - :mod:`attnconv.proofs.sequence`: Chang et al. 2021 (relative biases and embeddings as convolution kernels,
-  boundaries), with :mod:`~attnconv.proofs.kernels` (ALiBi, T5 buckets) re-exported, and
-  :mod:`~attnconv.proofs.conventions` (the offset and clip every sequence proof uses, checked against the library).
+  boundaries), with ``kernels`` (ALiBi, T5 buckets) re-exported, and
+  ``conventions`` (the offset and clip every sequence proof uses, checked against the library).
 - :mod:`attnconv.proofs.limit`: the α → ∞ limit of a quadratic head, derived from the encoding's logit.
 - :mod:`attnconv.proofs.result`: :class:`~attnconv.proofs.result.ProofResult` and
   :func:`~attnconv.proofs.result.verify_equal`.

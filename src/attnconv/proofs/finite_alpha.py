@@ -114,7 +114,7 @@ def finite_alpha_bound(factor: sp.Expr = 1, claimed_alpha: sp.Expr = 1, coeffici
     6. The claimed bound c·S/(1+S) ≥ S/(1+S) (c ≥ 1). S/(1+S) is attained on an infinite grid (T_a = 0), so a
        smaller c is false, and it fails here.
     7. Σ_k A_k Y_k - Y_t = Σ_k A_k (Y_k - Y_t) (with Σ_k A_k = 1); the weighted triangle inequality
-       (:func:`weighted_triangle_inequality`, by induction over keys) and ‖Y_k - Y_t‖ ≤ ‖Y_k‖ + ‖Y_t‖ ≤ 2 max;
+       (``weighted_triangle_inequality``, by induction over keys) and ‖Y_k - Y_t‖ ≤ ‖Y_k‖ + ‖Y_t‖ ≤ 2 max;
        Σ_{k≠t} A_k m_k ≤ ε m_max, since ε m_max - Σ A_k m_k = Σ A_k (m_max - m_k) ≥ 0.
 
     Args:

@@ -2,18 +2,18 @@
 
 What SymPy derives here, and what it does not:
 
-- Each head's attention (:mod:`attnconv.proofs.encoding`) is derived from the encoding's own logit v·r_δ (:mod:`attnconv.proofs.limit`): the logit
+- Each head's attention (``attnconv.proofs.encoding``) is derived from the encoding's own logit v·r_δ (:mod:`attnconv.proofs.limit`): the logit
   has an interior maximum at the centre, the nearest key wins by a gap α·g, and the squeeze gives the α → ∞
   limit. It is never typed in as a shift matrix, so the opposite sign fails (no interior maximum) and a
   half-integer centre fails (a named tie), a centre whose fractional part is not known to be below 1/2 fails
   (the condition is named), while an off-grid centre with a unique nearest key still verifies.
-- Theorem 1, the 1-D case and dilation/stride (:mod:`attnconv.proofs.padded`) sum over the keys of the
+- Theorem 1, the 1-D case and dilation/stride (``attnconv.proofs.padded``) sum over the keys of the
   zero-padded canvas with the image size, K, the padding, stride, dilation, the channels and the output pixel
   symbolic. The padded input X̃ is defined from X (zero outside the image), so without padding a border head
   reads the nearest pixel where the convolution reads zero, while the interior still agrees.
-- Lemma 1 (:mod:`attnconv.proofs.heads`) compares the sum over heads up to a relabelling; the concatenation
+- Lemma 1 (``attnconv.proofs.heads``) compares the sum over heads up to a relabelling; the concatenation
   identity is by induction over N_h.
-- The finite-α bound (:mod:`attnconv.proofs.finite_alpha`) takes the grid weights from the derived logit, proves
+- The finite-α bound (``attnconv.proofs.finite_alpha``) takes the grid weights from the derived logit, proves
   "≤" (so looser bounds verify), and derives the triangle inequality for a weighted sum by induction over keys.
   Taking the limit with M keys and the gap symbolic is SymPy's ``limit``.
 - Not derived: that a product of per-axis limits is the 2-D limit beyond the factorisation of the softmax

@@ -6,10 +6,10 @@ sums over symbolic channels or matrix expressions with symbolic shapes, and the 
 taps, so the attention's normaliser has to cancel against it. Each function has an argument that turns the claim
 into a false one (a flipped offset, a zero-padded boundary, a missing scale, the wrong token predicting a kernel),
 and the tests check that the false version is reported as not verified. ALiBi and T5 buckets live in
-:mod:`attnconv.proofs.kernels` and are re-exported here.
+``attnconv.proofs.kernels`` and are re-exported here.
 
 Conventions: δ = j - i (key minus query), k = ``max_distance``, clip(δ) = max(-k, min(k, δ)), as the functions of
-:mod:`attnconv.proofs.conventions`, which a test and a ledger entry hold to the library's band. One channel of
+``attnconv.proofs.conventions``, which a test and a ledger entry hold to the library's band. One channel of
 tokens suffices for the claims about the softmax, since a lightweight convolution applies the same kernel to
 every channel of a head.
 """

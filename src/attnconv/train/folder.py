@@ -154,7 +154,7 @@ def open_run(out: str | os.PathLike, resume: bool, *, data: dict[str, str | None
     Raises:
         RunSetupError: ``out`` is a file or cannot be written, another live run holds its lock, the checkpoint
             saved other data, or ``check`` refused it.
-        FileExistsError, FileNotFoundError: as :func:`start_run`.
+        FileExistsError, FileNotFoundError: as ``start_run``.
         ~attnconv.train.checkpoint.CheckpointError: the checkpoint cannot be used.
     """
     out, data = Path(out), data or {}
