@@ -4,7 +4,7 @@ A student's SymPy expression crosses from their kernel as ``sympy.srepr`` text, 
 ``Add(Mul(Symbol('w0'), Symbol('x1')), Integer(3))``. :func:`parse_srepr` reads that text with Python's
 ``ast`` module and rebuilds the expression node by node:
 
-- a call is allowed only when its callee is a bare name in :data:`CONSTRUCTORS` (SymPy's core classes, the
+- a call is allowed only when its callee is a bare name in ``CONSTRUCTORS`` (SymPy's core classes, the
   elementary functions, sums, relations, indexed symbols), never an attribute path (``sympy.core.x``) nor a call
   of a call (``Function('f')(x)``), and only with the keyword arguments that class accepts here (a Symbol's
   assumptions, a Float's precision);
