@@ -24,7 +24,7 @@ from .reader_checks import viewer_problems
 CHAPTERS = sorted(str(p.relative_to(HTML)) for p in (HTML / "notebooks").glob("[0-9][0-9]_*.html"))
 PAGES = CHAPTERS + sorted(str(p.relative_to(HTML)) for p in (HTML / "book").rglob("*.html"))
 # The chapters whose dead widgets became viewers, and the one that explores the committed vision runs.
-VIEWER_CHAPTERS = ("02_", "03_", "05_", "06_")
+VIEWER_CHAPTERS = ("07_",)  # chapters 02, 03, 05 and 06 compute their explorables in the page (tests/explorables)
 
 _VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 _SKIP_ALWAYS = {"script", "style", "template", "textarea"}
@@ -173,3 +173,15 @@ def test_every_viewer_responds_to_its_controls(visits, page_path):
     assert not v.clicks["leftover widgets"], (f"{page_path}: {v.clicks['leftover widgets']} ipywidgets remain, which "
                                               "do nothing without a kernel")
     assert not v.clicks["viewer errors"], f"{page_path}: script errors while the controls moved: {v.clicks['viewer errors']}"
+
+
+EXPLORABLE_CHAPTERS = ("02_", "03_", "05_", "06_")
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("page_path", [c for c in CHAPTERS if c.split("/")[-1].startswith(EXPLORABLE_CHAPTERS)])
+def test_explorable_chapters_carry_their_explorable(page_path):
+    """Chapters 02, 03, 05 and 06 teach with an explorable that computes in the page (its numerics are checked
+    against the library in tests/explorables); a page that lost it fails here."""
+    text = (HTML / page_path).read_text(encoding="utf-8")
+    assert "window.attnconvExplorables" in text and "attnconv-explorable" in text, f"{page_path}: no explorable"

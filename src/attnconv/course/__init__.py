@@ -5,10 +5,10 @@
 - :mod:`attnconv.course.student`: the student edition of every chapter (solutions stripped), ``make student``.
 - :mod:`attnconv.course.grade`: ``python -m attnconv.course.grade SUBMISSION.ipynb`` (or a folder, into a CSV
   gradebook, ``attnconv.course.gradebook``), which runs a submission in a fresh, isolated kernel
-  (:mod:`attnconv.course.execute`, :mod:`attnconv.course.isolation`), reads each exercise's answers back as data
-  (:mod:`attnconv.course.wire`, SymPy through :mod:`attnconv.course.symrepr`), reruns function exercises on
+  (``attnconv.course.execute``, ``attnconv.course.isolation``), reads each exercise's answers back as data
+  (:mod:`attnconv.course.wire`, SymPy through ``attnconv.course.symrepr``), reruns function exercises on
   hidden inputs (:mod:`attnconv.course.sandbox`), checks them in an isolated checker process
-  (:mod:`attnconv.course.checker`) and scores them with its own registry; reports in
+  (``attnconv.course.checker``) and scores them with its own registry; reports in
   ``attnconv.course.report``, written answers in ``attnconv.course.sheets``.
 - :mod:`attnconv.course.gradescope`: a Gradescope autograder zip for one chapter.
 

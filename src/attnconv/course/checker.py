@@ -1,7 +1,7 @@
 """The checker: the process where a student's answers are decoded and checked, and the pristine library it uses.
 
 The grader's own process never decodes an answer. For each submission it starts one checker,
-``python -m attnconv.course.checker``, isolated like the student's kernel (:mod:`attnconv.course.isolation`:
+``python -m attnconv.course.checker``, isolated like the student's kernel (``attnconv.course.isolation``:
 another user, no network, read-only files) and limited in memory; each exercise has a wall-clock limit. The
 grader sends one request per exercise, a line of JSON with the exercise's label, the answers as the kernel or
 the sandbox wrote them (:mod:`attnconv.course.wire`, still text) and the seed of the hidden inputs. The checker

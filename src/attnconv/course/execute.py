@@ -1,7 +1,7 @@
 """Running a submission: its notebook in an isolated kernel, with limits that hold while a cell runs.
 
 :func:`run_notebook` executes the notebook top to bottom in a fresh kernel started through
-:mod:`attnconv.course.isolation`, in the submission's scratch folder. Right after an exercise's cell it runs a
+``attnconv.course.isolation``, in the submission's scratch folder. Right after an exercise's cell it runs a
 short cell that hands that exercise's answers back as data (:mod:`attnconv.course.wire`). Limits:
 
 - a cell is interrupted at ``cell_timeout`` seconds, or when the notebook's ``total_timeout`` is reached, even

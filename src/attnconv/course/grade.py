@@ -4,17 +4,17 @@
 Nothing the student's code says or leaves behind is trusted:
 
 1. Each submission gets a private folder with a pristine copy of the library and checks, read into memory before
-   any student code ran (:class:`~attnconv.course.checker.Library`). In a folder, each submission is graded by
+   any student code ran (``attnconv.course.checker.Library``). In a folder, each submission is graded by
    a fresh grader process of its own.
-2. The submission runs top to bottom in a fresh kernel, isolated (:mod:`attnconv.course.isolation`: an
+2. The submission runs top to bottom in a fresh kernel, isolated (``attnconv.course.isolation``: an
    unprivileged user, a scratch folder, no network, read-only files, limits on memory, CPU time and processes),
    with a time limit per cell and for the whole notebook that holds while a cell runs, carrying on past cells
-   that fail (:mod:`attnconv.course.execute`). Its whole process tree is killed at the end.
+   that fail (``attnconv.course.execute``). Its whole process tree is killed at the end.
 3. Right after an exercise's cell runs, a short cell hands that exercise's answers back as data
    (:mod:`attnconv.course.wire`). A function exercise's cell runs again in an isolated sandbox, on hidden inputs
    built from a seed the notebook never sees (:mod:`attnconv.course.sandbox`).
 4. The answers are decoded and checked in an isolated checker process with time and memory limits
-   (:mod:`attnconv.course.checker`); only a list of pass/fail results with messages comes back. The points come
+   (``attnconv.course.checker``); only a list of pass/fail results with messages comes back. The points come
    from the grader's registry and are capped there.
 
 A folder of submissions is graded in parallel (``--jobs``) into one CSV gradebook, with a row per student (a

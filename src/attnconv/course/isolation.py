@@ -1,7 +1,7 @@
 """Where student code runs: an unprivileged user, a scratch folder, no network, a read-only filesystem, limits.
 
 Every process that runs a student's code (the notebook's kernel, each rerun of a function exercise) and the
-checker that reads their answers (:mod:`attnconv.course.checker`) is started through :meth:`Isolation.command`:
+checker that reads their answers (``attnconv.course.checker``) is started through :meth:`Isolation.command`:
 
 1. this file, run as a script, sets the resource limits (address space, CPU seconds, processes, file size, no
    core dumps), clears the environment down to what Python needs, and ``exec``\\ s the rest;

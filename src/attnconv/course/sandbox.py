@@ -2,13 +2,13 @@
 
 The grader (:mod:`attnconv.course.grade`) never executes student code itself. For a function exercise it starts
 ``python -m attnconv.course.sandbox`` as a separate process, isolated as the kernel is
-(:mod:`attnconv.course.isolation`: another user, no network, read-only files but an empty scratch folder, limits,
+(``attnconv.course.isolation``: another user, no network, read-only files but an empty scratch folder, limits,
 killed with its whole process tree when it returns), importing the submission's pristine copy of the library,
 and sends it the
 exercise's label, the source of the student's answer cell and a random seed. The sandbox builds the hidden inputs
 from the seed (the exercise's ``context``), runs the cell with them in place of the chapter's, applies the
 exercise's ``probe`` to the student's objects and writes the result as data (:mod:`attnconv.course.wire`). Only that
-data goes back. The check then runs in the checker (:mod:`attnconv.course.checker`), against inputs it rebuilds from
+data goes back. The check then runs in the checker (``attnconv.course.checker``), against inputs it rebuilds from
 the same seed.
 """
 

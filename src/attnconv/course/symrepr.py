@@ -15,7 +15,7 @@ A student's SymPy expression crosses from their kernel as ``sympy.srepr`` text, 
   Float's digits up to 60 characters, the text up to 100,000 characters, at most 5,000 nodes and 60 levels.
 
 Anything else raises ``ValueError`` naming what was refused. The grader calls this only inside its checker
-process (:mod:`attnconv.course.checker`), which has its own time and memory limits, so that an allowed but costly
+process (``attnconv.course.checker``), which has its own time and memory limits, so that an allowed but costly
 expression (a tower of powers, a sum of 10**15 terms that a check asks to ``doit``) stops that process, not the
 grader.
 """

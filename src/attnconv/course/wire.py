@@ -5,9 +5,9 @@ plain JSON: numbers, strings, lists, dicts with string keys, tensors and arrays 
 SymPy expressions (as ``srepr`` text), exceptions (their type name and message) and dataclasses (their fields).
 Anything else becomes ``{"__object__": type name}``, which no check accepts.
 
-:func:`decode` runs in the grader's checker process (:mod:`attnconv.course.checker`, with its own time and memory
+:func:`decode` runs in the grader's checker process (``attnconv.course.checker``, with its own time and memory
 limits). It rebuilds the values from that JSON and executes nothing: a SymPy ``srepr`` is rebuilt node by node
-against an allow-list by :func:`attnconv.course.symrepr.parse_srepr`, with no ``eval`` and no string ever parsed
+against an allow-list by ``attnconv.course.symrepr.parse_srepr``, with no ``eval`` and no string ever parsed
 by SymPy. Pickle is never used, because unpickling runs code.
 """
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import warnings
 from typing import Callable
 
 import matplotlib.pyplot as plt
@@ -61,7 +62,9 @@ class PhoneFigure:
             raise TypeError(f"alt must be a str, got {type(alt).__name__}")
         enlarge_small_text(narrow, column_px=PHONE_COLUMN_PX, dpi=dpi)
         if narrow.get_layout_engine() is None:
-            narrow.tight_layout()  # room for the raised text
+            with warnings.catch_warnings():  # an axes tight_layout cannot place keeps its place: no noise
+                warnings.filterwarnings("ignore", message=".*not compatible with tight_layout")
+                narrow.tight_layout()  # room for the raised text
         self.wide_png = png_bytes(wide, dpi=dpi)
         self.narrow_png = png_bytes(narrow, dpi=dpi)
         self.alt = alt
