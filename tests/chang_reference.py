@@ -15,16 +15,38 @@ from attnconv.lightconv import DepthwiseSeparableConv1d
 from .reference_helpers import D, _copy, _randn
 
 
+def hf_activation(name):
+    """The activations of the HuggingFace code base Chang et al. build on (``ACT2FN[config.hidden_act]``), as it
+    writes them: ``gelu`` is PyTorch's (exact, erf) GELU, the others their own formulas."""
+    return {
+        "gelu": F.gelu,
+        "gelu_new": lambda x: 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0)))),
+        "gelu_fast": lambda x: 0.5 * x * (1.0 + torch.tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x))),
+        "relu": F.relu,
+        "swish": lambda x: x * torch.sigmoid(x),
+        "mish": lambda x: x * torch.tanh(F.softplus(x)),
+        "tanh": torch.tanh,
+        "sigmoid": torch.sigmoid,
+    }[name]
+
+
+def _spec_activation(spec):
+    """A spec's activation name: ``act`` False (their ``no_act``) is none, True or absent is ``hidden_act="gelu"``."""
+    act = spec.get("act", True)
+    return None if act is False else "gelu" if act is True else act
+
+
 def _chang_projection(hidden, p, name, spec):
     """Chang et al.'s query/key/value projection: linear, or a convolution (grouped, or depthwise + act + pointwise),
-    optionally on half of the channels with a linear map for the rest ("mixed")."""
+    optionally on half of the channels with a linear map for the rest ("mixed"). Their depthwise step is
+    Conv1d(C, N_h D_h, groups=C): N_h D_h / C output channels per input channel."""
     if spec is None:
         return hidden @ p[name].T + p[name + "_b"]
     out = F.conv1d(hidden.transpose(1, 2), p[name + "_conv"], p[name + "_conv_b"], padding=spec["radius"],
                    groups=spec["groups"]).transpose(1, 2)
     if spec.get("depth"):
-        if spec.get("act", True):
-            out = F.gelu(out)
+        if _spec_activation(spec) is not None:
+            out = hf_activation(_spec_activation(spec))(out)
         out = out @ p[name + "_pointwise"].T + p[name + "_pointwise_b"]
     if spec.get("mixed"):
         out = torch.cat([out, hidden @ p[name + "_linear"].T + p[name + "_linear_b"]], dim=-1)
@@ -71,9 +93,9 @@ def chang_reference(hidden, p, heads, radius, mask=None, use_qk=True, convfixed=
     return context.permute(0, 2, 1, 3).reshape(b, n, heads * d)
 
 
-def _chang_params(c, heads, radius, qk=None, value=None, seed=8):
+def _chang_params(c, heads, radius, qk=None, value=None, seed=8, head_size=None):
     torch.manual_seed(seed)
-    inner = c  # all_head_size = hidden_size
+    inner = c if head_size is None else heads * head_size  # all_head_size (= hidden_size unless head_size)
     d = inner // heads
     p = {"convfixed": _randn(1, heads, 1, 2 * radius + 1), "convq": _randn(d, 2 * radius + 1),
          "convk": _randn(d, 2 * radius + 1), "convolution": _randn(inner, 1, 2 * radius + 1, scale=0.5),
@@ -92,7 +114,8 @@ def _chang_params(c, heads, radius, qk=None, value=None, seed=8):
 
 
 def _ours_from_chang(layer: CompositeAttention, p, qk=None, value=None):
-    """Copy Chang et al.'s weights into a CompositeAttention whose out_proj is the identity (to compare contexts)."""
+    """Copy Chang et al.'s weights into a CompositeAttention; a square out_proj becomes the identity (to compare
+    contexts)."""
     for name, spec in (("query", qk), ("key", qk), ("value", value)):
         proj = getattr(layer, name[0] + "_proj")
         if proj is None:
@@ -126,8 +149,9 @@ def _ours_from_chang(layer: CompositeAttention, p, qk=None, value=None):
             _copy(layer.value_conv.bias, p["convolution_b"])
         if layer.value_conv_scale.dim() == 1:
             _copy(layer.value_conv_scale, p["convolution_scalar"].view(-1))
-    _copy(layer.out_proj.weight, torch.eye(layer.out_proj.weight.shape[0], dtype=D))
-    _copy(layer.out_proj.bias, torch.zeros_like(layer.out_proj.bias))
+    if layer.out_proj.weight.shape[0] == layer.out_proj.weight.shape[1]:  # else the caller applies out_proj to theirs
+        _copy(layer.out_proj.weight, torch.eye(layer.out_proj.weight.shape[0], dtype=D))
+        _copy(layer.out_proj.bias, torch.zeros_like(layer.out_proj.bias))
     return layer
 
 
@@ -148,6 +172,6 @@ def _composite_for(spec, heads=2, c=8, radius=2, n=12, which=("query", "key"), m
     depth = spec.get("depth", False)
     return CompositeAttention(
         c, heads, radius, n, fixed=True, conv_projections=which, conv_kernel_size=2 * spec["radius"] + 1,
-        conv_activation="gelu" if depth and spec.get("act", True) else None,
+        conv_activation=_spec_activation(spec) if depth else None,
         conv_groups=None if depth else spec["groups"], mixed_projections=spec.get("mixed", False),
         mixed_split=mixed_split, **kw).to(D)

@@ -54,13 +54,15 @@ def fairseq_lightconv_bct(x, weight, bias, padding):
     return out.reshape(b, c, t) + bias.view(1, -1, 1)
 
 
-def fairseq_dynamic_tbc(x, lin_w, lin_b, conv_bias, kernel_size, padding_l, renorm_padding):
+def fairseq_dynamic_tbc(x, lin_w, lin_b, conv_bias, kernel_size, padding_l, renorm_padding, query=None):
     """DynamicConv1dTBC._forward_expanded with weight_softmax=True; the input is already zero on padding (fairseq's
     encoder layer masks it before the convolution), and the layer itself takes no mask. Its softmax is over all K
-    taps; a causal kernel longer than the sequence is cut to its last T taps after it (the band's columns)."""
+    taps; a causal kernel longer than the sequence is cut to its last T taps after it (the band's columns). The
+    kernels are predicted from ``query`` (``query_size`` channels; default ``x``) and convolve ``x`` (``input_size``
+    channels); ``conv_bias`` (``input_size``) is added to the output, in ``forward``."""
     t, b, c = x.shape
     heads = lin_w.shape[0] // kernel_size
-    w = (x @ lin_w.T + lin_b).reshape(t * b * heads, kernel_size)
+    w = ((x if query is None else query) @ lin_w.T + lin_b).reshape(t * b * heads, kernel_size)
     if not renorm_padding:
         w = torch.softmax(w, dim=1)
     w = w.reshape(t, b * heads, kernel_size).transpose(0, 1)
@@ -199,3 +201,34 @@ def test_fairseq_dynamic_conv_row(renorm_padding, masked):
     wrong = DynamicConv1d(8, 2, 5, boundary="zeros" if renorm_padding else "renormalize", conv_bias=True).to(D)
     wrong.load_state_dict({"kernel_proj.weight": lin_w, "kernel_proj.bias": lin_b, "conv_bias": conv_bias})
     _differs(wrong(x, mask), theirs)  # the other boundary
+
+
+@pytest.mark.parametrize("renorm_padding", [False, True])
+def test_fairseq_dynamic_conv_row_query_size_other_than_input_size(renorm_padding):
+    """``query_size`` = 6 (the kernel predictor's input) and ``input_size`` = 8 (what is convolved, the output, and
+    ``conv_bias``): embed_dim=6, value_dim=8, values=x. Adding the bias to the input instead of the output is the
+    same for a kernel that sums to 1 at every token, and differs where zero padding drops part of the kernel."""
+    torch.manual_seed(18)
+    k, query_size, input_size = 5, 6, 8
+    lin_w, lin_b, conv_bias = _randn(2 * k, query_size, scale=0.7), _randn(2 * k), _randn(input_size)
+    x, query = _randn(2, 11, input_size), _randn(2, 11, query_size)
+    theirs = fairseq_dynamic_tbc(x.transpose(0, 1), lin_w, lin_b, conv_bias, k, 2, renorm_padding,
+                                 query=query.transpose(0, 1)).transpose(0, 1)
+    boundary = "renormalize" if renorm_padding else "zeros"
+    conv = DynamicConv1d(query_size, 2, k, boundary=boundary, conv_bias=True, padded_keys="zeros",
+                         value_dim=input_size).to(D)
+    conv.load_state_dict({"kernel_proj.weight": lin_w, "kernel_proj.bias": lin_b, "conv_bias": conv_bias})
+    assert conv.conv_bias.shape == (input_size,)
+    _close(conv(query, values=x), theirs)
+    bias_first = fairseq_dynamic_tbc((x + conv_bias).transpose(0, 1), lin_w, lin_b, torch.zeros(input_size), k, 2,
+                                     renorm_padding, query=query.transpose(0, 1)).transpose(0, 1)
+    if renorm_padding:
+        _close(bias_first, theirs)
+    else:
+        _differs(bias_first, theirs)
+    with pytest.raises(ValueError, match="value_dim=6"):  # without value_dim the bias has the query's channels
+        DynamicConv1d(query_size, 2, k, conv_bias=True).to(D)(query, values=x)
+    with pytest.raises(ValueError, match="value_dim=8"):
+        conv(query)  # the values are not the query
+    with pytest.raises(ValueError, match="value_dim"):
+        DynamicConv1d(query_size, 2, k, value_dim=7)

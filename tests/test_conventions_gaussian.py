@@ -154,3 +154,20 @@ def test_learned_2d_row_their_row_embeddings_index_the_horizontal_offset(content
     _close(ours(hidden)[0], theirs)
     literal = layer_for(row_emb, col_emb, keys_row, keys_col)  # "rows from rows": the misleading reading
     _differs(literal(hidden)[0], theirs)
+
+
+def test_isotropic_gaussian_row_a_zero_spread_is_a_signed_encoding():
+    """A spread s = 0 (or one that trained through 0) gives α = s²/2 = 0: a uniform head, which the default
+    encoding (α through log α) cannot hold; the positional query -α(1, -2μ) read by a SignedQuadraticEncoding
+    can, and so is the whole layer."""
+    hidden, centers, value_w, value_b = _gaussian_case(seed=3)
+    spreads = torch.tensor([0.0, -0.8, 1.2], dtype=D)  # the sign of s cancels in s²
+    theirs = gaussian_reference(hidden, centers, spreads, value_w, value_b)
+    with pytest.raises(ValueError, match="alpha must be finite and > 0"):
+        QuadraticEncoding(3, centers=centers, alpha=spreads**2 / 2)
+    encoding = SignedQuadraticEncoding(positional_query(centers, spreads**2 / 2))
+    _close(_paper_layer(encoding, 4, 3, value_w, value_b)(hidden)[0], theirs)
+    probs = _paper_layer(encoding, 4, 3, value_w, value_b)(hidden, need_weights=True)[1]
+    _close(probs[0, 0], torch.full((20, 20), 1 / 20, dtype=D))  # head 0 attends uniformly
+    wrong = SignedQuadraticEncoding(positional_query(centers, spreads.abs()))  # α = |s|: the square forgotten
+    _differs(_paper_layer(wrong, 4, 3, value_w, value_b)(hidden)[0], theirs)

@@ -48,9 +48,12 @@ def convit_rel_indices(side):
     return torch.stack([indx, indy, indx**2 + indy**2], dim=-1).to(D)  # (N, N, 3)
 
 
-def gpsa_reference(x, qk_w, v_w, proj_w, proj_b, pos_w, pos_b, gating, qk_b=None, v_b=None):
+def gpsa_reference(x, qk_w, v_w, proj_w, proj_b, pos_w, pos_b, gating, qk_b=None, v_b=None, attn_drop=0.0,
+                   proj_drop=0.0, drop_before_proj=False):
     """timm's GPSA forward: gated sum of a content and a positional softmax, renormalised. ``qk_b`` (2C) and ``v_b``
-    (C) are the biases of ``qk`` and ``v`` that ``qkv_bias=True`` adds (none by default)."""
+    (C) are the biases of ``qk`` and ``v`` that ``qkv_bias=True`` adds (none by default). In training, ``attn_drop``
+    drops the renormalised weights and ``proj_drop`` the output of ``proj`` (``drop_before_proj``: the wrong place,
+    its input)."""
     b, n, c = x.shape
     heads = gating.shape[0]
     d = c // heads
@@ -63,8 +66,12 @@ def gpsa_reference(x, qk_w, v_w, proj_w, proj_b, pos_w, pos_b, gating, qk_b=None
     gate = torch.sigmoid(gating).view(1, -1, 1, 1)
     attn = (1 - gate) * patch + gate * torch.softmax(pos_score, dim=-1)
     attn = attn / attn.sum(dim=-1, keepdim=True)
+    attn = F.dropout(attn, attn_drop, training=True)
     v = (x @ v_w.T + v_b).reshape(b, n, heads, d).permute(0, 2, 1, 3)
-    return (attn @ v).transpose(1, 2).reshape(b, n, c) @ proj_w.T + proj_b
+    merged = (attn @ v).transpose(1, 2).reshape(b, n, c)
+    if drop_before_proj:
+        return F.dropout(merged, proj_drop, training=True) @ proj_w.T + proj_b
+    return F.dropout(merged @ proj_w.T + proj_b, proj_drop, training=True)
 
 
 @pytest.mark.parametrize("num_heads", [1, 4, 9, 16, 25])
@@ -138,3 +145,67 @@ def test_convit_row_gpsa_local_init_matches_timms_local_init(float64_default):
                             layer.out_proj.weight.detach(), layer.out_proj.bias.detach(),
                             convit_local_init_weight(4, 2.0), torch.zeros(4), torch.ones(4))
     _close(layer(x.view(2, 4, 4, 8))[0].view(2, 16, 8), theirs)
+
+
+def _gpsa_case(num_heads=4, seed=15):
+    torch.manual_seed(seed)
+    c, side = 2 * num_heads, 4
+    x = _randn(2, side * side, c)
+    weights = dict(qk_w=_randn(2 * c, c, scale=0.4), v_w=_randn(c, c, scale=0.4), proj_w=_randn(c, c),
+                   proj_b=_randn(c), pos_b=_randn(num_heads), gating=_randn(num_heads))
+    return x, weights
+
+
+def _gpsa_from_timm(positional, w, **kw):
+    c = w["v_w"].shape[0]
+    layer = GatedPositionalSelfAttention(c, w["gating"].shape[0], positional, **kw)
+    for param, value in ((layer.q_proj.weight, w["qk_w"][:c]), (layer.k_proj.weight, w["qk_w"][c:]),
+                         (layer.v_proj.weight, w["v_w"]), (layer.out_proj.weight, w["proj_w"]),
+                         (layer.out_proj.bias, w["proj_b"]), (layer.gating, w["gating"])):
+        _copy(param, value)
+    return layer
+
+
+def test_convit_row_heads_with_alpha_at_most_zero_are_signed_encodings():
+    """A trained pos_proj may have weight[:, 2] = -α ≥ 0 (α ≤ 0: a linear ramp at α = 0, a bowl below): the
+    default encoding refuses such heads, ``from_positional_query(..., signed=True)`` holds them exactly."""
+    x, w = _gpsa_case()
+    pos_w = _randn(4, 3)
+    pos_w[:, 2] = torch.tensor([-1.3, 0.0, 0.7, 0.2], dtype=D)  # α = 1.3, 0, -0.7, -0.2
+    theirs = gpsa_reference(x, pos_w=pos_w, **w)
+    query = pos_w[:, [2, 1, 0]]
+    with pytest.raises(ValueError, match="signed=True"):
+        QuadraticEncoding.from_positional_query(query)
+    signed = QuadraticEncoding.from_positional_query(query, signed=True)
+    assert isinstance(signed, SignedQuadraticEncoding)
+    _close(signed.alpha, -pos_w[:, 2])
+    ours = _gpsa_from_timm(signed, w)(x.view(2, 4, 4, 8))[0].view(2, 16, 8)
+    _close(ours, theirs)
+    flipped = query.clone()
+    flipped[:, 0] = -flipped[:, 0].abs()  # the sign lost (|α| kept): every head a bump again
+    wrong = _gpsa_from_timm(SignedQuadraticEncoding(flipped), w)(x.view(2, 4, 4, 8))[0].view(2, 16, 8)
+    _differs(wrong, theirs)
+
+
+@pytest.mark.parametrize("attn_drop", [0.0, 0.25])
+def test_convit_row_proj_drop_drops_the_projected_output(attn_drop):
+    """timm's ``proj_drop`` is ``proj_drop``, after ``proj``; ``attn_drop`` is ``dropout``. With the same seed the
+    dropout masks are the same draws, so the training outputs agree exactly; dropping before ``proj`` differs."""
+    x, w = _gpsa_case(num_heads=9, seed=16)
+    pos_w = convit_local_init_weight(9, 1.1) + 0.1 * _randn(9, 3)
+    layer = _gpsa_from_timm(QuadraticEncoding.from_positional_query(pos_w[:, [2, 1, 0]]), w, dropout=attn_drop,
+                            proj_drop=0.3).train()
+    grid = x.view(2, 4, 4, 18)
+    torch.manual_seed(17)
+    ours = layer(grid)[0].view(2, 16, 18)
+    for before in (False, True):
+        torch.manual_seed(17)
+        theirs = gpsa_reference(x, pos_w=pos_w, attn_drop=attn_drop, proj_drop=0.3, drop_before_proj=before, **w)
+        if before:
+            _differs(ours, theirs)
+        else:
+            _close(ours, theirs)
+            assert (ours == 0).float().mean() > 0.2  # about 30 % of the outputs are dropped
+    _close(layer.eval()(grid)[0].view(2, 16, 18), gpsa_reference(x, pos_w=pos_w, **w))  # no dropout in eval
+    with pytest.raises(ValueError, match="proj_drop"):
+        GatedPositionalSelfAttention(8, 4, proj_drop=1.0)
