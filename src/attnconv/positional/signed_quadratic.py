@@ -83,8 +83,8 @@ class SignedQuadraticEncoding(PositionalLogits):
 
     @property
     def centers(self) -> Tensor:
-        """Δ^(h) = v^(h)_{1:} / (2α^(h)), ``(N_h, d)``: the bump's centre for α > 0, the bowl's for α < 0, and
-        ``inf`` or ``NaN`` for α = 0 (a linear ramp has no centre)."""
+        """Δ^(h) = (v^(h)_1, ..., v^(h)_d) / (2α^(h)), ``(N_h, d)``, the bump's centre for α > 0 and the bowl's for α < 0
+        (``inf`` or ``NaN`` for α = 0, as a linear ramp has no centre)."""
         return self.weight[:, 1:] / (2 * self.alpha[:, None])
 
     def positional_query(self) -> Tensor:
