@@ -122,7 +122,7 @@ def _constructors() -> None:
     each_bad("composite", "query_chunk", {"zero": 0, "float": 2.5}, lambda v: CompositeAttention(8, 2, 2, 16, query_chunk=v))
     bad("composite-num_buckets-odd", "num_buckets", lambda: CompositeAttention(8, 2, 8, 16, num_buckets=5))
     bad("composite-conv_activation", "conv_activation",
-        lambda: CompositeAttention(8, 2, 2, 16, conv_projections=("key",), conv_activation="relu"))
+        lambda: CompositeAttention(8, 2, 2, 16, conv_projections=("key",), conv_activation="elu"))
     bad("composite-mixed-one-head", "mixed_projections",
         lambda: CompositeAttention(8, 1, 2, 16, conv_projections=("key",), mixed_projections=True))
     bad("relative-sum-empty", "terms", lambda: RelativeLogitSum([]))
@@ -139,7 +139,7 @@ def _constructors() -> None:
     bad("lightweight-signed-renormalize", "weight_softmax",
         lambda: LightweightConv1d(8, 2, 3, boundary="renormalize", weight_softmax=False))
     each_bad("depthwise-separable", "out_channels", {"zero": 0, "float": 4.5}, lambda v: DepthwiseSeparableConv1d(8, v, 3))
-    bad("depthwise-separable-activation", "activation", lambda: DepthwiseSeparableConv1d(8, 4, 3, activation="tanh"))
+    bad("depthwise-separable-activation", "activation", lambda: DepthwiseSeparableConv1d(8, 4, 3, activation="elu"))
     bad("projected-conv", "conv", lambda: ProjectedConv1d(nn.Conv1d(8, 8, 3)))
 
     each_bad("quadratic", "alpha", {"string": "1", "bool": True, "zero": 0.0, "negative": -1.0, "nan": NAN, "inf": INF,

@@ -189,7 +189,7 @@ def test_gelu_projection_is_pointwise_of_gelu_of_depthwise():
     torch.testing.assert_close(linear(blend), 0.3 * linear(x) + 0.7 * linear(y), **TOL)
     assert (proj(blend) - 0.3 * proj(x) - 0.7 * proj(y)).abs().max() > 1e-3
     with pytest.raises(ValueError, match="activation"):
-        DepthwiseSeparableConv1d(8, 6, 3, activation="relu")
+        DepthwiseSeparableConv1d(8, 6, 3, activation="elu")
 
 
 def _identity_depthwise_(conv: DepthwiseSeparableConv1d) -> None:

@@ -10,7 +10,8 @@ Head h's logits are a sum of terms, each switched on by a flag:
 with δ = clip(j - i, -k, k). Every term is a kernel on the logits, so composite attention is a softmax of a
 sum of convolution kernels (chapter 05). The query, key and value projections can be depthwise-separable
 convolutions (``conv_projections``), the other injection point of the paper; as in Chang et al.'s code, they can
-put a GELU between their depthwise and pointwise steps (``conv_activation="gelu"``), can be one grouped convolution
+put an activation between their depthwise and pointwise steps (``conv_activation="gelu"``, or another such as
+``"gelu_new"``), can widen the depthwise step (``conv_depth_multiplier``), can be one grouped convolution
 instead (``conv_groups``), and can cover only half of the heads (``mixed_projections``). Their ``convolution``
 variant adds a depthwise convolution of the values to the attention's context, times a scalar per head
 (``value_conv``, with ``value_conv_scale`` and ``value_conv_bias``). The projections and the branch are built
@@ -38,8 +39,8 @@ from torch import Tensor, nn
 from ._checks import check_finite_result, int_at_least, positive_int
 from .attention import MultiHeadSelfAttention, probs_like
 from .conv_projections import (CONV_PROJECTIONS, MIXED_SPLITS, VALUE_CONV_SCALES, GroupedConv1d, MixedProjection,
-                               conv_projection, projection_kernel_sizes, value_branch)
-from .lightconv import ACTIVATIONS, masked_softmax
+                               ProjectionSettings, projection_settings, value_branch)
+from .lightconv import masked_softmax
 from .taps import softmax_fp32
 from .positional.base import PositionalLogits
 from .positional.sequence import (
@@ -88,6 +89,10 @@ class RelativeLogitSum(PositionalLogits):
 class CompositeAttention(MultiHeadSelfAttention):
     """Multi-head self-attention whose logits are content plus fixed and dynamic convolution kernels.
 
+    Each of ``conv_activation``, ``conv_groups``, ``conv_depth_multiplier`` and ``mixed_projections`` is one value for
+    all the convolutional projections, or a mapping from projection name to its own (names left out get the
+    default), as Chang et al. configure their query/key and their value convolutions separately.
+
     Args:
         embed_dim: C.
         num_heads: N_h.
@@ -106,11 +111,14 @@ class CompositeAttention(MultiHeadSelfAttention):
         conv_kernel_size: kernel size of those convolutions (odd): one for all, or a mapping from projection name
             to its own size (Chang et al. give the query/key and the value convolutions their own), and the default
             of ``value_conv_kernel_size``.
-        conv_activation: ``None`` or ``"gelu"``: a GELU between the depthwise and pointwise steps of the
-            convolutional projections (Chang et al.'s default). The projection is then not linear, so it has no
-            convolution or attention counterpart; ``None`` keeps it one ``nn.Conv1d``.
+        conv_activation: ``None`` or an activation name (``"gelu"``, Chang et al.'s default, ``"gelu_new"``, the
+            tanh approximation, ``"relu"``, ...: the ``ACTIVATIONS`` of ``attnconv.conv_projections``) between the
+            depthwise and pointwise steps of the convolutional projections. The projection is then not linear, so it
+            has no convolution or attention counterpart; ``None`` keeps it one ``nn.Conv1d``.
         conv_groups: ``None``: depthwise-separable projections. G: each is one ``nn.Conv1d(C, N_h D_h, K,
             groups=G)`` with no pointwise step (:class:`GroupedConv1d`, Chang et al.'s non-depthwise convolution).
+        conv_depth_multiplier: m, the depthwise step's output channels per input channel (its output has m C
+            channels, the pointwise step's input); Chang et al.'s depthwise step has N_h D_h outputs, m = N_h D_h / C.
         mixed_projections: the convolutional projections cover only half of the query (key, value) channels; the
             others keep ``nn.Linear`` (:class:`MixedProjection`, Chang et al.'s "mixed"). Needs N_h ≥ 2.
         mixed_split: ``"heads"``: the first N_h // 2 heads are convolutional. ``"channels"``: the first
@@ -155,9 +163,10 @@ class CompositeAttention(MultiHeadSelfAttention):
         window: bool = False,
         conv_projections: Sequence[str] = (),
         conv_kernel_size: int | Mapping[str, int] = 3,
-        conv_activation: str | None = None,
-        conv_groups: int | None = None,
-        mixed_projections: bool = False,
+        conv_activation: str | None | Mapping[str, str | None] = None,
+        conv_groups: int | None | Mapping[str, int | None] = None,
+        conv_depth_multiplier: int | Mapping[str, int] = 1,
+        mixed_projections: bool | Mapping[str, bool] = False,
         mixed_split: str = "heads",
         value_conv: bool = False,
         value_conv_kernel_size: int | None = None,
@@ -196,48 +205,28 @@ class CompositeAttention(MultiHeadSelfAttention):
         self.window = window
         self.max_length = positive_int("max_length", max_length)
         self.query_chunk = None if query_chunk is None else positive_int("query_chunk", query_chunk)
-        kernel_sizes = projection_kernel_sizes(conv_kernel_size)
-        if conv_activation not in ACTIVATIONS:
-            raise ValueError(f"conv_activation must be one of {ACTIVATIONS}, got {conv_activation!r}")
-        self.conv_activation = conv_activation
-        self.conv_groups = None if conv_groups is None else positive_int("conv_groups", conv_groups)
-        self.mixed_projections = bool(mixed_projections)
-        if self.mixed_projections and (num_heads < 2 or not conv_projections):
-            raise ValueError("mixed_projections needs num_heads >= 2 and some conv_projections: half of the heads "
-                             "are convolutional, the other half linear")
+        settings = projection_settings(conv_projections, conv_kernel_size, conv_activation, conv_groups,
+                                       mixed_projections, conv_depth_multiplier, num_heads)
+        self.conv_activation, self.conv_groups = conv_activation, conv_groups
+        self.conv_depth_multiplier, self.mixed_projections = conv_depth_multiplier, mixed_projections
         if mixed_split not in MIXED_SPLITS:
             raise ValueError(f"mixed_split must be one of {MIXED_SPLITS}, got {mixed_split!r}")
         self.mixed_split = mixed_split
-        self.conv_projections = self._convolve_projections(conv_projections, kernel_sizes, bias, conv_activation)
+        self.conv_projections = self._convolve_projections(settings, bias)
         self.value_conv, self.value_conv_scale = value_branch(num_heads, self.head_dim, value_conv,
                                                              value_conv_kernel_size, conv_kernel_size,
                                                              value_conv_bias, value_conv_scale)
 
-    def _convolve_projections(self, names: Sequence[str], kernel_sizes: dict[str, int], bias: bool,
-                              activation: str | None) -> tuple[str, ...]:
-        if isinstance(names, str):
-            raise ValueError(f"conv_projections must be a sequence of names from {CONV_PROJECTIONS}, got {names!r}")
-        names = tuple(names)
-        if activation is not None and not names:
-            raise ValueError("conv_activation applies to convolutional projections: name some conv_projections")
-        for name in names:
-            if name not in CONV_PROJECTIONS:
-                raise ValueError(f"conv_projections must name some of {CONV_PROJECTIONS}, got {name!r}")
+    def _convolve_projections(self, settings: dict[str, ProjectionSettings], bias: bool) -> tuple[str, ...]:
+        for name, spec in settings.items():
             attr = name[0] + "_proj"
             linear = getattr(self, attr)
             if linear is None:
                 raise ValueError(f"conv_projections names {name!r}, but this layer computes no {name}s "
                                  "(switch on content or a term that uses them)")
-            kernel_size = kernel_sizes[name]
-            if self.mixed_projections:
-                split = linear.out_features // 2 if self.mixed_split == "channels" else None
-                conv = MixedProjection(self.embed_dim, linear.out_features // self.num_heads, self.num_heads,
-                                       self.num_heads // 2, kernel_size, bias, activation, self.conv_groups, split)
-            else:
-                conv = conv_projection(self.embed_dim, linear.out_features, kernel_size, bias, activation,
-                                       self.conv_groups)
-            setattr(self, attr, conv)
-        return names
+            setattr(self, attr, spec.build(self.embed_dim, linear.out_features // self.num_heads, self.num_heads,
+                                           bias, self.mixed_split))
+        return tuple(settings)
 
     @property
     def terms(self) -> list[RelativeLogits1d]:
@@ -379,5 +368,6 @@ class CompositeAttention(MultiHeadSelfAttention):
                 f"max_distance={self.max_distance}, max_length={self.max_length}, terms={'+'.join(flags)}, "
                 f"window={self.window}, conv_projections={self.conv_projections}, "
                 f"conv_activation={self.conv_activation!r}, conv_groups={self.conv_groups}, "
+                f"conv_depth_multiplier={self.conv_depth_multiplier}, "
                 f"mixed_projections={self.mixed_projections}, mixed_split={self.mixed_split!r}, "
                 f"value_conv={self.value_conv is not None}, dropout={self.dropout}")

@@ -1,15 +1,17 @@
 """Convolutional projections (Chang et al. 2021): queries, keys or values computed by a convolution.
 
 Chang et al. replace the linear query, key and value maps of self-attention by convolutions over the sequence:
-a depthwise-separable one (``DepthwiseSeparableConv1d``, optionally with a GELU between
-its steps), one grouped convolution (:class:`GroupedConv1d`), or, in their "mixed" variant, a convolution for the
-first channels and a linear map for the rest (:class:`MixedProjection`). :class:`~attnconv.composite.CompositeAttention`
-builds them from its ``conv_projections`` options.
+a depthwise-separable one (``DepthwiseSeparableConv1d``, optionally with an activation such as a GELU between
+its steps, and optionally with several depthwise channels per input channel), one grouped convolution
+(:class:`GroupedConv1d`), or, in their "mixed" variant, a convolution for the first channels and a linear map for the
+rest (:class:`MixedProjection`). :class:`~attnconv.composite.CompositeAttention` builds them from its
+``conv_projections`` options, which may differ from one projection to the next (``projection_settings``).
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -18,13 +20,38 @@ from torch import Tensor, nn
 from ._checks import int_at_least, positive_int
 from .taps import check_padding_mask, check_tokens, odd_kernel_size
 
-__all__ = ["DepthwiseSeparableConv1d", "GroupedConv1d", "MixedProjection", "conv_projection", "ACTIVATIONS",
-           "CONV_PROJECTIONS", "MIXED_SPLITS", "VALUE_CONV_SCALES", "projection_kernel_sizes", "value_branch"]
+__all__ = ["DepthwiseSeparableConv1d", "GroupedConv1d", "MixedProjection", "ProjectionSettings", "conv_projection",
+           "activation_function", "ACTIVATIONS", "CONV_PROJECTIONS", "MIXED_SPLITS", "VALUE_CONV_SCALES",
+           "projection_kernel_sizes", "projection_settings", "value_branch"]
 
 CONV_PROJECTIONS = ("query", "key", "value")
 MIXED_SPLITS = ("heads", "channels")
-ACTIVATIONS = (None, "gelu")  # between the depthwise and pointwise steps of a DepthwiseSeparableConv1d
+# Between the depthwise and pointwise steps of a DepthwiseSeparableConv1d: None, or one of the names of the
+# activations of Chang et al.'s code base (its config's ``hidden_act``, HuggingFace's ``ACT2FN`` names).
+ACTIVATIONS = (None, "gelu", "gelu_new", "gelu_fast", "relu", "swish", "mish", "tanh", "sigmoid")
 VALUE_CONV_SCALES = ("zero", "fixed", "per_head")
+_SQRT_2_OVER_PI_FAST = 0.7978845608  # the rounded √(2/π) of "gelu_fast"
+
+
+def _gelu_fast(x: Tensor) -> Tensor:
+    return 0.5 * x * (1.0 + torch.tanh(_SQRT_2_OVER_PI_FAST * x * (1.0 + 0.044715 * x * x)))
+
+
+def activation_function(name: str | None) -> Callable[[Tensor], Tensor] | None:
+    """The elementwise function named ``name`` (``None`` for none).
+
+    ``"gelu"``: x Φ(x) with the exact normal CDF (erf). ``"gelu_new"``: its tanh approximation
+    ½ x (1 + tanh(√(2/π) (x + 0.044715 x³))). ``"gelu_fast"``: the same with √(2/π) rounded to 0.7978845608
+    (within about 4·10⁻¹² of ``"gelu_new"``). ``"swish"``: x σ(x). ``"mish"``: x tanh(softplus(x)). ``"relu"``,
+    ``"tanh"``, ``"sigmoid"``: as named.
+
+    Raises:
+        ValueError: ``name`` is not one of ``ACTIVATIONS``.
+    """
+    if not isinstance(name, (str, type(None))) or name not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
+    return {None: None, "gelu": F.gelu, "gelu_new": lambda x: F.gelu(x, approximate="tanh"), "gelu_fast": _gelu_fast,
+            "relu": F.relu, "swish": F.silu, "mish": F.mish, "tanh": torch.tanh, "sigmoid": torch.sigmoid}[name]
 
 
 class DepthwiseSeparableConv1d(nn.Module):
@@ -39,9 +66,14 @@ class DepthwiseSeparableConv1d(nn.Module):
         out_channels: C_out.
         kernel_size: 2k+1, odd.
         bias: biases on the depthwise and pointwise steps.
-        activation: ``None`` (a linear map of the window, so equal to one ``nn.Conv1d``) or ``"gelu"``, a GELU
-            between the two steps, the default of Chang et al.'s code. With it the projection is no longer linear
+        activation: ``None`` (a linear map of the window, so equal to one ``nn.Conv1d``) or one of
+            ``ACTIVATIONS`` between the two steps (``activation_function``); ``"gelu"`` is the default of
+            Chang et al.'s code, which uses its model's ``hidden_act``. With one the projection is no longer linear
             in X, so it has no single-convolution (or attention) counterpart.
+        depth_multiplier: m, depthwise output channels per input channel: the depthwise step is
+            ``nn.Conv1d(C_in, m C_in, K, groups=C_in)`` (output channel o filters input channel o // m) and the
+            pointwise step maps m C_in channels to C_out. Chang et al.'s code takes m = N_h D_h / C (its depthwise
+            step always has N_h D_h outputs).
 
     Shapes:
         x: ``(B, N, C_in)`` -> ``(B, N, C_out)``. Pass ``key_padding_mask`` (bool ``(B, N)``) so that padded
@@ -49,18 +81,19 @@ class DepthwiseSeparableConv1d(nn.Module):
     """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, bias: bool = True,
-                 activation: str | None = None) -> None:
+                 activation: str | None = None, depth_multiplier: int = 1) -> None:
         super().__init__()
         self.in_channels = positive_int("in_channels", in_channels)
         self.out_channels = positive_int("out_channels", out_channels)
         self.max_distance = odd_kernel_size(kernel_size)
         self.kernel_size = kernel_size
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+        activation_function(activation)  # checks the name
         self.activation = activation
-        self.depthwise = nn.Conv1d(in_channels, in_channels, kernel_size, padding=self.max_distance,
-                                   groups=in_channels, bias=bias)
-        self.pointwise = nn.Linear(in_channels, out_channels, bias=bias)
+        self.depth_multiplier = positive_int("depth_multiplier", depth_multiplier)
+        mid = in_channels * depth_multiplier
+        self.depthwise = nn.Conv1d(in_channels, mid, kernel_size, padding=self.max_distance, groups=in_channels,
+                                   bias=bias)
+        self.pointwise = nn.Linear(mid, out_channels, bias=bias)
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
         check_tokens(x, self.in_channels, dtype=self.pointwise.weight.dtype)
@@ -69,14 +102,15 @@ class DepthwiseSeparableConv1d(nn.Module):
         check_padding_mask(key_padding_mask, x)
         if key_padding_mask is not None:
             x = x.masked_fill(key_padding_mask[..., None], 0.0)
-        mixed = self.depthwise(x.transpose(1, 2)).transpose(1, 2)  # (B, N, C_in)
-        if self.activation == "gelu":
-            mixed = F.gelu(mixed)
+        mixed = self.depthwise(x.transpose(1, 2)).transpose(1, 2)  # (B, N, m C_in)
+        act = activation_function(self.activation)
+        if act is not None:
+            mixed = act(mixed)
         return self.pointwise(mixed)
 
     def extra_repr(self) -> str:
         return (f"in_channels={self.in_channels}, out_channels={self.out_channels}, kernel_size={self.kernel_size}, "
-                f"activation={self.activation!r}")
+                f"activation={self.activation!r}, depth_multiplier={self.depth_multiplier}")
 
 
 class GroupedConv1d(nn.Module):
@@ -118,13 +152,17 @@ class GroupedConv1d(nn.Module):
 
 
 def conv_projection(in_channels: int, out_channels: int, kernel_size: int, bias: bool = True,
-                    activation: str | None = None, groups: int | None = None) -> nn.Module:
+                    activation: str | None = None, groups: int | None = None,
+                    depth_multiplier: int = 1) -> nn.Module:
     """A convolutional projection: depthwise-separable (``groups=None``) or one grouped convolution."""
     if groups is None:
-        return DepthwiseSeparableConv1d(in_channels, out_channels, kernel_size, bias, activation)
+        return DepthwiseSeparableConv1d(in_channels, out_channels, kernel_size, bias, activation, depth_multiplier)
     if activation is not None:
         raise ValueError("conv_activation needs depthwise-separable projections (conv_groups=None): a grouped "
                          "convolution has no step between which to put it")
+    if depth_multiplier != 1:
+        raise ValueError("conv_depth_multiplier needs depthwise-separable projections (conv_groups=None): a grouped "
+                         "convolution has no depthwise step")
     return GroupedConv1d(in_channels, out_channels, kernel_size, groups, bias)
 
 
@@ -141,7 +179,7 @@ class MixedProjection(nn.Module):
         head_dim: D_h.
         num_heads: N_h.
         conv_heads: how many heads (the first ones) are convolutional, 1 ≤ ``conv_heads`` < N_h.
-        kernel_size, bias, activation: as in ``DepthwiseSeparableConv1d``.
+        kernel_size, bias, activation, depth_multiplier: as in ``DepthwiseSeparableConv1d``.
         groups: ``None`` (depthwise-separable) or G, a grouped convolution (:class:`GroupedConv1d`).
         conv_channels: the number of convolutional channels, if not ``conv_heads`` D_h (1 ≤ it < N_h D_h).
 
@@ -151,7 +189,7 @@ class MixedProjection(nn.Module):
 
     def __init__(self, in_channels: int, head_dim: int, num_heads: int, conv_heads: int, kernel_size: int,
                  bias: bool = True, activation: str | None = None, groups: int | None = None,
-                 conv_channels: int | None = None) -> None:
+                 conv_channels: int | None = None, depth_multiplier: int = 1) -> None:
         super().__init__()
         positive_int("num_heads", num_heads)
         if isinstance(conv_heads, bool) or not isinstance(conv_heads, int) or not 1 <= conv_heads < num_heads:
@@ -162,7 +200,7 @@ class MixedProjection(nn.Module):
         if split >= total:
             raise ValueError(f"conv_channels must be below num_heads * head_dim = {total}, got {split}")
         self.conv_heads, self.conv_channels = conv_heads, split
-        self.conv = conv_projection(in_channels, split, kernel_size, bias, activation, groups)
+        self.conv = conv_projection(in_channels, split, kernel_size, bias, activation, groups, depth_multiplier)
         self.linear = nn.Linear(in_channels, total - split, bias=bias)
         self.out_features = total
 
@@ -171,6 +209,79 @@ class MixedProjection(nn.Module):
 
     def extra_repr(self) -> str:
         return f"conv_heads={self.conv_heads}, conv_channels={self.conv_channels}"
+
+
+@dataclass(frozen=True)
+class ProjectionSettings:
+    """The settings of one convolutional projection (one name's ``conv_*`` options of ``CompositeAttention``)."""
+
+    kernel_size: int
+    activation: str | None = None
+    groups: int | None = None
+    mixed: bool = False
+    depth_multiplier: int = 1
+
+    def build(self, in_channels: int, head_dim: int, num_heads: int, bias: bool, mixed_split: str) -> nn.Module:
+        """The projection ``(B, N, C) -> (B, N, N_h D_h)`` these settings describe."""
+        total = num_heads * head_dim
+        if self.mixed:
+            split = total // 2 if mixed_split == "channels" else None
+            return MixedProjection(in_channels, head_dim, num_heads, num_heads // 2, self.kernel_size, bias,
+                                   self.activation, self.groups, split, self.depth_multiplier)
+        return conv_projection(in_channels, total, self.kernel_size, bias, self.activation, self.groups,
+                               self.depth_multiplier)
+
+
+def _per_projection(option: str, value: object, names: tuple[str, ...], default: object) -> dict[str, object]:
+    """``value`` for every name, or, from a mapping, each name's own value (``default`` where it has none)."""
+    if isinstance(value, Mapping):
+        unknown = set(value) - set(names)
+        if unknown:
+            raise ValueError(f"{option} maps names of conv_projections {names} to settings, got {sorted(unknown)}")
+        return {name: value.get(name, default) for name in names}
+    return dict.fromkeys(names, value)
+
+
+def projection_settings(names: Sequence[str], kernel_size: int | Mapping[str, int],
+                        activation: str | None | Mapping[str, str | None], groups: int | None | Mapping[str, int | None],
+                        mixed: bool | Mapping[str, bool], depth_multiplier: int | Mapping[str, int],
+                        num_heads: int) -> dict[str, ProjectionSettings]:
+    """One :class:`ProjectionSettings` per name of ``conv_projections``.
+
+    Each option is one value for every convolutional projection, or a mapping from projection name to its own
+    value (names left out get the default: 3, ``None``, ``None``, ``False``, 1); Chang et al. configure their
+    query/key convolutions (``qk``) and their value convolution (``value_forward``) separately.
+
+    Raises:
+        ValueError: an unknown name, a mapping naming a projection that is not convolutional, a bad value, or an
+            option that needs convolutional projections without any.
+    """
+    if isinstance(names, str) or not isinstance(names, Sequence):
+        raise ValueError(f"conv_projections must be a sequence of names from {CONV_PROJECTIONS}, got {names!r}")
+    names = tuple(names)
+    for name in names:
+        if name not in CONV_PROJECTIONS:
+            raise ValueError(f"conv_projections must name some of {CONV_PROJECTIONS}, got {name!r}")
+    sizes = projection_kernel_sizes(kernel_size)
+    acts = _per_projection("conv_activation", activation, names, None)
+    for act in (acts.values() if names or isinstance(activation, Mapping) else [activation]):
+        if not isinstance(act, (str, type(None))) or act not in ACTIVATIONS:
+            raise ValueError(f"conv_activation must be one of {ACTIVATIONS} (or a mapping to them), got {act!r}")
+    if not names and activation is not None and not isinstance(activation, Mapping):
+        raise ValueError("conv_activation applies to convolutional projections: name some conv_projections")
+    mixes = {name: bool(m) for name, m in _per_projection("mixed_projections", mixed, names, False).items()}
+    if (not names and mixed and not isinstance(mixed, Mapping)) or (any(mixes.values()) and num_heads < 2):
+        raise ValueError("mixed_projections needs num_heads >= 2 and some conv_projections: half of the heads "
+                         "are convolutional, the other half linear")
+    group = {name: None if g is None else positive_int("conv_groups", g)
+             for name, g in _per_projection("conv_groups", groups, names, None).items()}
+    if groups is not None and not isinstance(groups, Mapping):
+        positive_int("conv_groups", groups)
+    mults = {name: positive_int("conv_depth_multiplier", m)
+             for name, m in _per_projection("conv_depth_multiplier", depth_multiplier, names, 1).items()}
+    if not isinstance(depth_multiplier, Mapping):
+        positive_int("conv_depth_multiplier", depth_multiplier)
+    return {name: ProjectionSettings(sizes[name], acts[name], group[name], mixes[name], mults[name]) for name in names}
 
 
 def projection_kernel_sizes(conv_kernel_size: int | Mapping[str, int]) -> dict[str, int]:

@@ -19,7 +19,9 @@ from torch import Tensor, nn
 
 from .attention import MultiHeadSelfAttention
 from .positional.base import PositionalLogits
+from ._checks import probability
 from .positional.quadratic import QuadraticEncoding
+from .positional.signed_quadratic import SignedQuadraticEncoding
 from .taps import masked_softmax, softmax_fp32
 
 __all__ = ["GatedPositionalSelfAttention"]
@@ -36,7 +38,9 @@ class GatedPositionalSelfAttention(MultiHeadSelfAttention):
             <attnconv.positional.QuadraticEncoding.local_init>`.
         locality_strength: α of the default encoding.
         qkv_bias: biases on the query, key and value projections (ConViT: none); the output projection has one.
-        dropout: dropout on the gated attention probabilities during training.
+        dropout: dropout on the gated attention probabilities during training (timm's ``attn_drop``).
+        proj_drop: dropout on the output, after the output projection, during training (timm's ``proj_drop``,
+            which ConViT's blocks set to their ``drop_rate``).
 
     Attributes:
         gating: ``(N_h,)`` gate logits λ_h, initialised to 1 as in ConViT.
@@ -47,7 +51,8 @@ class GatedPositionalSelfAttention(MultiHeadSelfAttention):
     """
 
     def __init__(self, embed_dim: int, num_heads: int, positional: PositionalLogits | None = None,
-                 locality_strength: float = 1.0, qkv_bias: bool = False, dropout: float = 0.0) -> None:
+                 locality_strength: float = 1.0, qkv_bias: bool = False, dropout: float = 0.0,
+                 proj_drop: float = 0.0) -> None:
         if positional is None:
             positional = QuadraticEncoding.local_init(num_heads, locality_strength)
         if positional.uses_queries or positional.uses_keys:
@@ -56,6 +61,7 @@ class GatedPositionalSelfAttention(MultiHeadSelfAttention):
         if not qkv_bias:
             self.q_proj.bias = self.k_proj.bias = self.v_proj.bias = None
         self.gating = nn.Parameter(torch.ones(num_heads))
+        self.proj_drop = probability("proj_drop", proj_drop)
 
     def local_init(self, locality_strength: float = 1.0) -> None:
         """ConViT's ``local_init``: the value projection becomes the identity (needs D_h N_h = C) and the positional
@@ -64,12 +70,16 @@ class GatedPositionalSelfAttention(MultiHeadSelfAttention):
             raise ValueError("local_init sets the value projection to the identity: it needs num_heads * head_dim "
                              f"== embed_dim, got {self.v_proj.weight.shape[0]} != {self.embed_dim}")
         fresh = QuadraticEncoding.local_init(self.num_heads, locality_strength)
-        if not isinstance(self.positional, QuadraticEncoding) or self.positional.dims != 2:
-            raise ValueError("local_init needs a 2-D QuadraticEncoding as the positional term")
+        if not isinstance(self.positional, (QuadraticEncoding, SignedQuadraticEncoding)) or self.positional.dims != 2:
+            raise ValueError("local_init needs a 2-D QuadraticEncoding or SignedQuadraticEncoding as the positional "
+                             "term")
         with torch.no_grad():
             self.v_proj.weight.copy_(torch.eye(self.embed_dim, dtype=self.v_proj.weight.dtype))
-            self.positional.centers.copy_(fresh.centers)
-            self.positional.log_alpha.copy_(fresh.log_alpha)
+            if isinstance(self.positional, SignedQuadraticEncoding):
+                self.positional.weight.copy_(fresh.positional_query())
+            else:
+                self.positional.centers.copy_(fresh.centers)
+                self.positional.log_alpha.copy_(fresh.log_alpha)
 
     def _attend(self, x: Tensor, key_padding_mask: Tensor | None,
                 need_weights: bool) -> tuple[Tensor, Tensor | None]:
@@ -103,5 +113,7 @@ class GatedPositionalSelfAttention(MultiHeadSelfAttention):
         probs = (1 - gate) * softmax(content, dim=-1) + gate * softmax(position, dim=-1)
         probs = probs / probs.sum(-1, keepdim=True).clamp_min(torch.finfo(probs.dtype).tiny)
         attended = nn.functional.dropout(probs, self.dropout) if (self.training and self.dropout) else probs
-        out = self.merge_heads(attended.to(v.dtype) @ v, grid)
+        out = self.merge_heads(attended.to(v.dtype) @ v, grid)  # the output projection included
+        if self.training and self.proj_drop:
+            out = nn.functional.dropout(out, self.proj_drop)
         return out, (probs if need_weights else None)

@@ -46,7 +46,8 @@ from torch import Tensor, nn
 from ._checks import check_finite_result, floating_input, positive_int, probability
 from .conv_projections import ACTIVATIONS, DepthwiseSeparableConv1d
 from .finite import finite_checks_on
-from .taps import apply_band, check_padding_mask, check_tokens, masked_softmax, odd_kernel_size, softmax_fp32, tap_mask
+from .taps import (apply_band, check_padding_mask, check_tokens, masked_softmax, odd_kernel_size, padding_left,
+                   softmax_fp32, tap_mask)
 
 __all__ = [
     "BOUNDARIES",
@@ -84,20 +85,6 @@ def _check_overflow(out: Tensor, x: Tensor, values: Tensor | None = None) -> Ten
     return out
 
 
-def _padding_l(kernel_size: int, causal: bool, padding_l: int | None = None) -> int:
-    """How many taps read the past: k for a centred odd kernel 2k+1, K - 1 for a causal one, or ``padding_l``."""
-    if padding_l is not None:
-        k = positive_int("kernel_size", kernel_size)
-        if isinstance(padding_l, bool) or not isinstance(padding_l, int) or not 0 <= padding_l < k:
-            raise ValueError(f"padding_l must be an int in [0, kernel_size={k}), got {padding_l!r}")
-        if causal and padding_l != k - 1:
-            raise ValueError(f"causal=True is padding_l = kernel_size - 1 = {k - 1}, got padding_l={padding_l}")
-        return padding_l
-    if causal:
-        return positive_int("kernel_size", kernel_size) - 1
-    return odd_kernel_size(kernel_size)
-
-
 class _HeadKernelConv1d(nn.Module):
     """What lightweight and dynamic convolutions share: heads over channel groups, odd kernels, the boundary rule."""
 
@@ -110,7 +97,7 @@ class _HeadKernelConv1d(nn.Module):
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
         self.causal = bool(causal)
-        self.padding_l = _padding_l(kernel_size, self.causal, padding_l)
+        self.padding_l = padding_left(kernel_size, self.causal, padding_l)
         self.kernel_size = kernel_size
         self.boundary = _boundary(boundary)
         self.weight_softmax = bool(weight_softmax)
@@ -274,8 +261,11 @@ class DynamicConv1d(_HeadKernelConv1d):
         weight_softmax: ``False``: the kernel is the raw X_i W^D + b^D (signed; needs ``boundary="zeros"``).
             No softmax attention has a signed kernel, so this option has no attention counterpart.
         causal: taps read offsets -(K-1)..0 only (a decoder's convolution).
-        conv_bias: a learned ``(C,)`` bias added to the output (the output projection's bias, on the attention
-            side); the values must then have C channels.
+        conv_bias: a learned ``(C',)`` bias added to the output, after the convolution (the output projection's
+            bias, on the attention side); C' = ``value_dim``, the channels of the values.
+        value_dim: C', the channels of the ``values`` the kernels are applied to (divisible by N_h; default C). In
+            fairseq's terms C is ``query_size`` (what ``weight_linear`` reads) and C' is ``input_size`` (the
+            convolved input, the output and ``conv_bias``); given C' ≠ C, ``forward`` needs ``values``.
         padded_keys: with ``boundary="renormalize"`` and a ``key_padding_mask``: ``"excluded"`` (default) leaves
             padded keys out of the softmax, as attention's padding mask does; ``"zeros"`` keeps them in it, reading
             zeros, which is fairseq's ``renorm_padding=True`` (it renormalises only at the sequence ends and zeroes
@@ -294,15 +284,18 @@ class DynamicConv1d(_HeadKernelConv1d):
     def __init__(self, embed_dim: int, num_heads: int, kernel_size: int, boundary: str = "zeros",
                  bias: bool = True, weight_dropout: float = 0.0, weight_softmax: bool = True,
                  causal: bool = False, conv_bias: bool = False, padded_keys: str = "excluded",
-                 cut_long_kernel: bool = False, padding_l: int | None = None) -> None:
+                 cut_long_kernel: bool = False, padding_l: int | None = None, value_dim: int | None = None) -> None:
         super().__init__(embed_dim, num_heads, kernel_size, boundary, weight_dropout, weight_softmax, causal,
                          padded_keys, padding_l)
+        self.value_dim = embed_dim if value_dim is None else positive_int("value_dim", value_dim)
+        if self.value_dim % num_heads:
+            raise ValueError(f"value_dim ({value_dim}) must be divisible by num_heads ({num_heads})")
         if cut_long_kernel and not self.causal:
             raise ValueError("cut_long_kernel needs causal=True: fairseq cuts a kernel longer than the sequence only "
                              "when its taps all read the past (padding_l = K - 1)")
         self.cut_long_kernel = bool(cut_long_kernel)
         self.kernel_proj = nn.Linear(embed_dim, num_heads * kernel_size, bias=bias)
-        self.conv_bias = nn.Parameter(torch.zeros(embed_dim)) if conv_bias else None
+        self.conv_bias = nn.Parameter(torch.zeros(self.value_dim)) if conv_bias else None
 
     def kernel_logits(self, x: Tensor) -> Tensor:
         """X W^D + b^D reshaped to ``(B, N_h, N, K)``."""
@@ -327,8 +320,9 @@ class DynamicConv1d(_HeadKernelConv1d):
         Args:
             x: ``(B, N, C)``, the tokens the kernels are predicted from.
             key_padding_mask: optional bool ``(B, N)``, ``True`` on padding.
-            values: optional ``(B, N, C')`` (C' divisible by N_h) the kernels are applied to. Wu et al. apply
-                them to ``x`` itself; an attention layer applies them to its values X W_val.
+            values: optional ``(B, N, C')`` (C' divisible by N_h; C' = ``value_dim`` when that was given or with
+                ``conv_bias``) the kernels are applied to. Wu et al. apply them to ``x`` itself; an attention layer
+                applies them to its values X W_val.
 
         Returns:
             ``(B, N, C')``.
@@ -344,9 +338,9 @@ class DynamicConv1d(_HeadKernelConv1d):
             raise ValueError(f"values must be (B, N, C') with (B, N) = {tuple(x.shape[:2])}, "
                              f"got {getattr(values, 'shape', type(values).__name__)}")
         floating_input("values", values, x.dtype)
-        if self.conv_bias is not None and values.shape[-1] != self.embed_dim:
-            raise ValueError(f"conv_bias has embed_dim={self.embed_dim} channels, so values must too, "
-                             f"got {values.shape[-1]}")
+        if (self.conv_bias is not None or self.value_dim != self.embed_dim) and values.shape[-1] != self.value_dim:
+            raise ValueError(f"values must have value_dim={self.value_dim} channels (the conv_bias and output "
+                             f"channels), got {values.shape[-1]}: pass values= when value_dim != embed_dim")
         if key_padding_mask is not None:
             values = values.masked_fill(key_padding_mask[..., None], 0.0)
         band = self.dropped(self.band(x, key_padding_mask), x.shape[0], x.shape[1])
@@ -355,7 +349,7 @@ class DynamicConv1d(_HeadKernelConv1d):
 
     def extra_repr(self) -> str:
         return (super().extra_repr() + f", conv_bias={self.conv_bias is not None}, "
-                f"cut_long_kernel={self.cut_long_kernel}")
+                f"cut_long_kernel={self.cut_long_kernel}, value_dim={self.value_dim}")
 
 
 class ProjectedConv1d(nn.Module):

@@ -18,8 +18,8 @@ from torch import Tensor
 
 from ._checks import available_device, floating_input, positive_int
 
-__all__ = ["apply_band", "check_padding_mask", "check_tokens", "masked_softmax", "odd_kernel_size", "softmax_fp32",
-           "tap_mask"]
+__all__ = ["apply_band", "check_padding_mask", "check_tokens", "masked_softmax", "odd_kernel_size", "padding_left",
+           "softmax_fp32", "tap_mask"]
 
 
 HALF = (torch.float16, torch.bfloat16)
@@ -56,6 +56,28 @@ def check_padding_mask(key_padding_mask: Tensor | None, x: Tensor) -> None:
     if tuple(key_padding_mask.shape) != tuple(x.shape[:2]):
         raise ValueError(f"key_padding_mask must have shape {tuple(x.shape[:2])} (B, N), "
                          f"got {tuple(key_padding_mask.shape)}")
+
+
+def padding_left(kernel_size: int, causal: bool = False, padding_l: int | None = None) -> int:
+    """How many of a kernel's K taps read the past: tap t reads offset δ = t - ``padding_l``.
+
+    Returns ``padding_l`` when given (any int in 0..K-1, fairseq's argument), else K - 1 for a causal kernel (any
+    K ≥ 1), else k for a centred odd kernel K = 2k+1.
+
+    Raises:
+        ValueError: ``padding_l`` is outside 0..K-1, or ``causal`` with a ``padding_l`` other than K - 1, or an
+            even K that is neither causal nor given a ``padding_l``.
+    """
+    if padding_l is not None:
+        k = positive_int("kernel_size", kernel_size)
+        if isinstance(padding_l, bool) or not isinstance(padding_l, int) or not 0 <= padding_l < k:
+            raise ValueError(f"padding_l must be an int in [0, kernel_size={k}), got {padding_l!r}")
+        if causal and padding_l != k - 1:
+            raise ValueError(f"causal=True is padding_l = kernel_size - 1 = {k - 1}, got padding_l={padding_l}")
+        return padding_l
+    if causal:
+        return positive_int("kernel_size", kernel_size) - 1
+    return odd_kernel_size(kernel_size)
 
 
 def tap_mask(n: int, kernel_size: int, key_padding_mask: Tensor | None = None,

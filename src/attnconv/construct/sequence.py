@@ -245,6 +245,10 @@ def dynamic_conv_to_attention(conv: DynamicConv1d, interior_only: bool = False) 
     if conv.boundary == "zeros" and not interior_only:
         raise ValueError("conv is zero-padded (boundary='zeros'): attention renormalises at the sequence edges; "
                          "pass interior_only=True to accept equality on interior positions only")
+    if conv.value_dim != conv.embed_dim:
+        raise ValueError(f"conv convolves values of value_dim={conv.value_dim} channels, not its input's "
+                         f"embed_dim={conv.embed_dim}: this layer attends over its own input (wrap it in a "
+                         "ProjectedConv1d with a value projection instead)")
     heads, width, c = conv.num_heads, conv.kernel_size, conv.embed_dim
     group = c // heads
     head_dim = max(group, width)

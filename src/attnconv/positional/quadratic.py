@@ -25,6 +25,7 @@ from .._checks import NonFiniteResultError, int_tuple
 from ..finite import finite_checks_on
 from ..conv import kernel_shifts
 from .base import PositionalLogits, softmax_flushed
+from .signed_quadratic import SignedQuadraticEncoding, outer_sum
 
 __all__ = ["QuadraticEncoding", "quadratic_features", "positional_query", "hard_logit_floor"]
 
@@ -93,7 +94,8 @@ class QuadraticEncoding(PositionalLogits):
         init_center_std: spread of the random initial centres.
         learnable: whether Δ and α are trained (``nn.Parameter``) or fixed buffers.
 
-    Centres are stored as ``centers`` and α through ``log_alpha`` (so it stays positive when trained).
+    Centres are stored as ``centers`` and α through ``log_alpha`` (so it stays positive when trained); a head with
+    α ≤ 0 is a :class:`~attnconv.positional.SignedQuadraticEncoding` (:meth:`from_positional_query` with ``signed``).
     """
 
     def __init__(
@@ -194,13 +196,31 @@ class QuadraticEncoding(PositionalLogits):
             raise type(err)(f"locality_strength (the alpha of every head): {err}") from err
 
     @classmethod
-    def from_positional_query(cls, query: Tensor, learnable: bool = True) -> "QuadraticEncoding":
+    def from_positional_query(cls, query: Tensor, learnable: bool = True,
+                              signed: bool = False) -> "QuadraticEncoding | SignedQuadraticEncoding":
         """The encoding whose positional query (:meth:`positional_query`) is ``query`` ``(N_h, d + 1)``.
 
         v^(h) = -α(1, -2Δ) gives α = -v_0 and Δ = v_{1:} / (2α); ``query[:, 0]`` must be negative. This reads a
         linear map of the features (‖δ‖², δ_1, ..., δ_d), such as ConViT's ``pos_proj`` (its bias is the same for
         every key and cancels in the softmax).
+
+        Args:
+            query: v, ``(N_h, d + 1)``.
+            learnable: whether the parameters train.
+            signed: ``True`` returns a :class:`~attnconv.positional.SignedQuadraticEncoding`, which stores v itself
+                and so takes any sign of α (a trained ConViT head may have α ≤ 0); ``False`` (the default) this
+                class, which needs α > 0 in every head.
+
+        Raises:
+            ValueError: ``query`` is not ``(N_h, d + 1)``, or, unless ``signed``, some ``query[:, 0]`` is not
+                negative.
         """
+        if not isinstance(signed, bool):
+            raise TypeError(f"signed must be a bool, got {type(signed).__name__} {signed!r}")
+        if signed:
+            from .signed_quadratic import SignedQuadraticEncoding
+
+            return SignedQuadraticEncoding(query, learnable=learnable)
         query = torch.as_tensor(query).detach()
         query = query if query.is_floating_point() else query.to(torch.get_default_dtype())
         if query.dim() != 2 or query.shape[1] < 2:
@@ -208,7 +228,8 @@ class QuadraticEncoding(PositionalLogits):
         alpha = -query[:, 0]
         if not bool((alpha > 0).all()):
             raise ValueError("query[:, 0] = -alpha must be negative for every head: a Gaussian bump needs alpha > 0, "
-                             f"got {query[:, 0].tolist()}")
+                             f"got {query[:, 0].tolist()}; signed=True keeps heads with alpha <= 0 "
+                             "(a SignedQuadraticEncoding)")
         return cls(query.shape[0], centers=query[:, 1:] / (2 * alpha[:, None]), alpha=alpha, learnable=learnable)
 
     @property
@@ -272,13 +293,7 @@ class QuadraticEncoding(PositionalLogits):
 
     def forward(self, grid: tuple[int, ...], queries: Tensor | None = None, keys: Tensor | None = None) -> Tensor:
         """Dense logits v^(h) · r_δ for every (query, key) pair: ``(N_h, N, N)``, shared by the batch."""
-        parts = self.axis_logits(grid)
-        total = parts[0]
-        for part in parts[1:]:  # outer sum over axes: (N_h, H, H) + (N_h, W, W) -> (N_h, H, W, H, W)
-            a, b = total.shape[1], part.shape[1]
-            total = total.reshape(self.num_heads, a, 1, a, 1) + part.reshape(self.num_heads, 1, b, 1, b)
-            total = total.reshape(self.num_heads, a * b, a * b)
-        return total
+        return outer_sum(self.axis_logits(grid), self.num_heads)  # over axes: (N_h, H, H) + (N_h, W, W)
 
     def factorized_probs(self, grid: tuple[int, ...]) -> list[Tensor]:
         """Per-axis attention probabilities ``[(N_h, L_a, L_a)]``; the full P^(h) is their Kronecker product."""
