@@ -7,8 +7,8 @@ The question is a reader's: given a fixed number of minutes on this CPU, train i
 epochs bfloat16 loses a little accuracy per step, but it takes more steps in the same time. So the float32 arm
 trains the ``cpu-quick`` quadratic model for ``--base-epochs`` epochs, and the bfloat16 arm for as many epochs as
 its measured speed buys in the same time: ``round(base_epochs * speedup)``, where ``speedup`` comes from
-:func:`attnconv.train.precision.probe_speed` (interleaved forward + backward passes of the model on a real-shaped
-batch, both precisions, one thread). Each arm's learning-rate schedule spans its own epochs, as a run of that
+interleaved training steps of the model in both precisions on one thread, timed in process CPU time
+(:func:`measured_speedup`). Each arm's learning-rate schedule spans its own epochs, as a run of that
 length would.
 
 Each run is a subprocess of the trainer's command line (one thread, its own run folder under ``--out``), seeds in
@@ -39,21 +39,46 @@ from _measure import machine, write_record
 from attnconv.data import CropFlip
 from attnconv.models import build_model
 from attnconv.train import named_config
-from attnconv.train.precision import probe_speed
+from attnconv.train.precision import precision_autocast
 
 PRECISIONS = ("fp32", "bf16")
 
 
 def measured_speedup(repeats: int) -> dict:
-    """bfloat16's speed-up over float32 for the ``cpu-quick`` quadratic model's forward + backward, one batch."""
+    """bfloat16's speed-up over float32 for one ``cpu-quick`` quadratic-model training step, in CPU time.
+
+    A training step as the trainer runs it (augmented batch, forward, float32 cross-entropy, backward, SGD), the
+    two precisions alternating, after two warm-up steps of each. CPU time of this process, not wall time: on a
+    shared machine the wall clock also counts the time other processes hold the core, and would hand one arm a
+    budget the other did not get.
+    """
     torch.manual_seed(0)
     config = named_config("cpu-quick")
     model = build_model("sa-quadratic", config.sa).train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     raw = torch.randint(0, 256, (config.batch_size, 32, 32, 3), dtype=torch.uint8)
-    images = CropFlip()(raw, torch.Generator().manual_seed(0))  # what the trainer feeds the model
+    augment, gen = CropFlip(), torch.Generator().manual_seed(0)
     labels = torch.randint(0, 10, (config.batch_size,))
-    return probe_speed(model, lambda net: F.cross_entropy(net(images).float(), labels), torch.device("cpu"),
-                       repeats=repeats, warmup=2)
+
+    def step(precision: str) -> float:
+        start = time.process_time()
+        with precision_autocast(precision, torch.device("cpu")):
+            logits = model(augment(raw, gen))
+        loss = F.cross_entropy(logits.float(), labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return time.process_time() - start
+
+    for _ in range(2):
+        step("fp32"), step("bf16")
+    times: dict[str, list[float]] = {"fp32": [], "bf16": []}
+    for r in range(repeats):
+        for precision in (PRECISIONS if r % 2 == 0 else PRECISIONS[::-1]):
+            times[precision].append(step(precision))
+    fp32, bf16 = statistics.median(times["fp32"]), statistics.median(times["bf16"])
+    return {"clock": "process CPU time", "fp32_s": times["fp32"], "bf16_s": times["bf16"], "fp32_median_s": fp32,
+            "bf16_median_s": bf16, "speedup": fp32 / bf16}
 
 
 def train(folder: Path, seed: int, precision: str, epochs: int, data: str | None) -> dict:

@@ -213,3 +213,8 @@ def test_training_roofline_record_derives_its_shares_from_its_timings():
         assert ref["cost"] == rows[f"sa-quadratic/{precision}/1"]["cost"]  # the same model, the same FLOPs
         assert math.isclose(summary["speedup_over_reference"],
                             ref["cpu_s"] / rows[f"sa-quadratic/{precision}/1"]["cpu_s"], rel_tol=1e-9)
+        weights = rows[f"sa-quadratic/{precision}/1/weight-layers"]  # the weight layers alone bound the step
+        bound = weights["flops"] / weights["cpu_s"] / 1e9 / roof
+        assert weights["flops"] == rows[f"sa-quadratic/{precision}/1"]["flops"] > weights["weight_flops"]
+        assert math.isclose(weights["share_bound"], bound, rel_tol=1e-9) and bound > share["sa-quadratic"]
+        assert math.isclose(summary["share_ratio_bound"], bound / share["resnet18"], rel_tol=1e-9)
