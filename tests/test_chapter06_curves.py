@@ -22,7 +22,7 @@ from attnconv.figures.center_grid import grid_half_width, plot_center_grid  # no
 from attnconv.figures.learning_curves import PANELS, plot_learning_curves  # noqa: E402
 from attnconv.figures.legibility import MIN_TEXT_KEY, MIN_TEXT_PX, PHONE_COLUMN_PX  # noqa: E402
 from attnconv.train import named_config  # noqa: E402
-from attnconv.train.curves import curve_trend, read_curve, run_budget  # noqa: E402
+from attnconv.train.epoch_curves import curve_trend, read_curve, run_budget  # noqa: E402
 from attnconv.train.runs import read_jsonl  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -249,3 +249,20 @@ def test_the_grid_refuses_bad_snapshots_and_widens_for_far_centres():
         plot_center_grid([snap], labels=["a", "b"])
     with pytest.raises(ValueError, match="precision"):
         plot_center_grid([{"epoch": 1, "centers": [[[0.0, 0.0]]], "precision": [[[1.0, 0.0]]]}])
+
+
+def test_the_compute_ratio_under_the_table_uses_the_papers_flops():
+    """The paper's weight FLOPs per image (6.2 G, its Table 2) times images seen, over the run's: the chapter's
+    ratio. The model_cost of the paper-size model gives the paper's 6.2 G; counting all FLOPs would not."""
+    import torch
+
+    from attnconv.models import VisionConfig, build_model, model_cost
+
+    torch.manual_seed(0)
+    cost = model_cost(build_model("sa-quadratic", VisionConfig()))
+    assert abs(cost.weight_flops - 6.2e9) / 6.2e9 < 0.01
+    assert abs(cost.flops - 6.2e9) / 6.2e9 > 0.01, "all FLOPs are not the paper's count"
+    b = run_budget(read_curve(RESULTS / "cpu-long-sa-quadratic"))
+    ratio = cost.weight_flops * 300 * 50_000 / (b["weight_flops"] * b["epochs"] * b["train_images"])
+    assert ratio == pytest.approx(6.2e9 * 300 * 50_000 / (b["weight_flops"] * b["epochs"] * b["train_images"]),
+                                  rel=0.01)

@@ -1,7 +1,7 @@
 """Learning curves of any set of vision runs: test accuracy and training loss by epoch, and test accuracy by
 wall-clock minutes, one line per run folder.
 
-The curves are :class:`attnconv.train.curves.Curve` records (``read_curve(folder)``), so a run still training
+The curves are :class:`attnconv.train.epoch_curves.Curve` records (``read_curve(folder)``), so a run still training
 is drawn as far as it got. Colour names the model and line style the config, so that the same model trained on
 two budgets reads as one colour. A finished run also gets a star at its last epoch: its accuracy on all 10,000
 test images (``final.json``), beside the per-epoch accuracy on the run's smaller test subset.
@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from ..train.curves import Curve
+from ..train.epoch_curves import Curve
 from .legibility import PHONE_COLUMN_PX, enlarge_small_text
 
 __all__ = ["MODEL_COLORS", "PANELS", "plot_learning_curves"]
@@ -53,7 +53,8 @@ def plot_learning_curves(curves: Sequence[Curve], ncols: int = 3) -> Figure:
     """
     curves = list(curves)
     if not curves or not all(isinstance(c, Curve) for c in curves):
-        raise ValueError("curves must be a non-empty sequence of Curve records (attnconv.train.curves.read_curve)")
+        raise ValueError("curves must be a non-empty sequence of Curve records "
+                         "(attnconv.train.epoch_curves.read_curve)")
     if ncols not in (1, 3):
         raise ValueError(f"ncols must be 3 (panels in a row) or 1 (stacked), got {ncols!r}")
     configs = list(dict.fromkeys(c.config for c in curves))

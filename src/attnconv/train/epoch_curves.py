@@ -1,4 +1,4 @@
-"""Learning curves read back from run folders, and where each curve is heading at its last epoch.
+"""Learning curves by epoch, read back from vision run folders, and where each curve is heading at its last epoch.
 
 A vision run folder (:mod:`attnconv.train.runs`) gains one line of ``metrics.jsonl`` per epoch; ``final.json`` and
 ``provenance.json`` appear only when the run finishes. :func:`read_curve` reads whatever is there, so a run that
@@ -37,7 +37,8 @@ class Curve:
         config: the named config it ran (``"cpu-long"``), or ``None`` likewise.
         epoch: the epoch numbers, 1 to ``E``.
         lr: the learning rate at the end of each epoch.
-        train_loss, train_acc: over the epoch's (augmented) training batches.
+        train_loss: the mean loss over the epoch's (augmented) training batches.
+        train_acc: the accuracy over the same batches.
         test_acc: after each epoch, on the run's per-epoch test images (``provenance["test_images"]``).
         minutes: wall-clock time since the run started, at the end of each epoch.
         final: ``final.json`` (``full_test_acc`` on all 10,000 test images), or ``None`` while it trains.
