@@ -25,7 +25,7 @@ __all__ = ["MODEL_COLORS", "PANELS", "plot_learning_curves"]
 MODEL_COLORS = {"resnet18": "tab:gray", "sa-quadratic": "tab:blue", "sa-learned": "tab:orange",
                 "sa-anisotropic": "tab:green", "sa-content": "tab:red", "sa-learned-content": "tab:purple"}
 _STYLES = ("-", "--", ":", "-.")
-#: The panels, in order: (x field of the curve, y field, x label, y label).
+#: The three panels in drawing order, each (x field of the curve, y field, x label, y label).
 PANELS = (("epoch", "test_acc", "epoch", "test accuracy (%)"),
           ("epoch", "train_loss", "epoch", "training loss"),
           ("minutes", "test_acc", "wall-clock time (minutes, log scale)", "test accuracy (%)"))
