@@ -4,6 +4,8 @@ and draws nothing random; every interactive one is a ``*_viewer`` that needs no 
 - :mod:`attnconv.figures.image`: convolution as shifts, attention maps over an image grid, the α sweep (ch. 01-04).
 - :mod:`attnconv.figures.sequence`: relative positions as convolution kernels over a sequence (ch. 05).
 - :mod:`attnconv.figures.vision_runs`: CIFAR-10 runs read back: curves, attention centres and maps (ch. 06).
+- :mod:`attnconv.figures.learning_curves`: test accuracy and training loss of any set of run folders (ch. 06).
+- :mod:`attnconv.figures.center_grid`: the paper's Fig. 4 at the first and last snapshot of a run (ch. 06).
 - :mod:`attnconv.figures.reach`: how far each layer looks, against a ResNet's receptive field (ch. 06).
 - :mod:`attnconv.figures.bert_runs`: BERT runs read back: learned kernels, pre-training curves, the learning
   curve against a baseline (ch. 07).
