@@ -67,7 +67,14 @@ book: $(STAMP) $(VENDOR)/.complete
 	  echo "$(BIN)/jupyter-book build -W -n --keep-going $$all ."; \
 	  $(BIN)/jupyter-book build -W -n --keep-going $$all . && mv $(DATA_STAMP).new $(DATA_STAMP)
 
-test: test-lib test-notebooks test-course test-book
+# The four stages, two at a time (TEST_JOBS=1: one after another), each one's output printed whole when it ends.
+# The course's tests and the book build start first: the grader's tests spend much of their time waiting on kernels
+# and time limits, and the build executes one chapter at a time, so together they keep both cores busy; the
+# library tests and nbval, which keep two workers busy each, follow as the first two end. The sub-make takes the
+# environment as it is (-o $(STAMP)): this make has just brought it up to date.
+TEST_JOBS ?= 2
+test: $(STAMP)
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) -Otarget -o $(STAMP) test-course test-book test-lib test-notebooks
 
 # pytest-xdist: XDIST="-n 2" runs two workers (the default: a 2-core machine's both cores); XDIST= runs serially.
 XDIST ?= -n 2
