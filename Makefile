@@ -77,6 +77,8 @@ test: $(STAMP)
 	@$(MAKE) --no-print-directory -j$(TEST_JOBS) -Otarget -o $(STAMP) test-course test-book test-lib test-notebooks
 
 # pytest-xdist: XDIST="-n 2" runs two workers (the default: a 2-core machine's both cores); XDIST= runs serially.
+# Under `make test` two stages run at once, so their workers share the cores (tests/conftest.py sizes torch's threads
+# per worker; the stages' waits on kernels, time limits and the browser are what the second stage fills).
 XDIST ?= -n 2
 
 # The library tests include the explorables' checks in Chromium (tests/explorables), hence the browser.
