@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -36,19 +37,14 @@ def _process_wide_torch_state():
 
 # Under pytest-xdist the order in which tests are handed to the workers sets a stage's time when a few tests are
 # long: the longest start first (their order in --durations on two cores), so that the workers finish together
-# instead of one running a long test alone at the end. Every other test keeps its place (a stable sort).
-LONGEST_FIRST = (
-    # the library tests
-    "test_gpu_10min_runs_on_the_cpu_at_tiny_size",
-    "test_dry_run_writes_the_campaign_layout",
-    "test_imitation_error_drops_at_tiny_size[quadratic_content]",
-    "test_every_proof_false_variant_and_true_variant_runs_as_the_ledger_says",
-    "test_two_processes_equal_one_with_the_same_global_batch",
-    "test_chapter_06_in_colab_downloads_trains_resumes_and_draws_the_run",
-    "test_imitation_error_drops_at_tiny_size[quadratic]",
-    "test_interrupt_and_resume_equals_an_uninterrupted_run",
-    "test_chapter_07_in_colab_downloads_the_corpora_and_pretrains",
-    # the course's tests (tests/course): each grading runs a kernel
+# instead of one running a long test alone at the end. Everything else keeps its place (a stable sort).
+# The library's long tests move with their whole file, so that no module-scoped fixture (test_claims.py's ledger,
+# say) is split from the tests that share it and built twice.
+LONGEST_FILES_FIRST = ("test_gpu_path.py", "test_gpu_campaign.py", "test_imitation.py", "test_claims.py",
+                       "test_train.py", "colab/test_colab.py")
+# The course's (tests/course): each grading runs a kernel. Its one module-scoped fixture, the cheats' baseline, is
+# not moved: the cheats stay together, after these.
+LONGEST_TESTS_FIRST = (
     "test_worked_edition_gets_full_marks[04_",
     "test_a_folder_with_attackers_grades_everyone_as_if_they_were_not_there",
     "test_worked_edition_gets_full_marks[06_",
@@ -61,10 +57,18 @@ LONGEST_FIRST = (
     "test_a_cell_that_raises_or_loops",
     "test_memory_is_limited",
 )
+_TESTS = Path(__file__).resolve().parent
 
 
 def _rank(item: pytest.Item) -> int:
-    return next((i for i, name in enumerate(LONGEST_FIRST) if item.name.startswith(name)), len(LONGEST_FIRST))
+    for i, name in enumerate(LONGEST_TESTS_FIRST):
+        if item.name.startswith(name):
+            return i
+    where = item.path.resolve().relative_to(_TESTS).as_posix() if _TESTS in item.path.resolve().parents else ""
+    for i, file in enumerate(LONGEST_FILES_FIRST):
+        if where == file:
+            return len(LONGEST_TESTS_FIRST) + i
+    return len(LONGEST_TESTS_FIRST) + len(LONGEST_FILES_FIRST)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
