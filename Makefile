@@ -102,7 +102,7 @@ test-book: book browser
 	$(BIN)/python -m pytest tests/book -q
 
 # Both editions of every chapter, executed and graded: full marks for the worked one, zero for the student one.
-# loadgroup: the cheats, which share one grading of their baseline, run on one worker (tests/course/conftest.py
+# loadgroup: the cheats, which share one grading of their baseline, run on one worker (tests/conftest.py
 # hands out the longest tests first).
 test-course: $(STAMP)
 	$(BIN)/python -m pytest tests/course -q $(if $(XDIST),$(XDIST) --dist loadgroup)
