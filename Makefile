@@ -60,34 +60,52 @@ book: $(STAMP) $(VENDOR)/.complete
 	@# Both the execution cache and Sphinx's own record of what it has read must go (--all): without --all, an
 	@# unchanged chapter is not read again, so it is not executed again either. The stamp moves into place only
 	@# after a build that succeeded, so a failed build re-executes everything next time too.
-	@if cmp -s $(DATA_STAMP).new $(DATA_STAMP); then all=""; else all="--all"; rm -rf _build/.jupyter_cache; \
-	  echo "data, library or results changed since the last build: re-executing every chapter"; fi; \
+	@# FRESH=1 (as `make test` sets it) executes every chapter whatever the cache holds.
+	@if [ -z "$(FRESH)" ] && cmp -s $(DATA_STAMP).new $(DATA_STAMP); then all=""; else all="--all"; \
+	  rm -rf _build/.jupyter_cache; \
+	  echo "$(if $(FRESH),FRESH=1,data, library or results changed since the last build): re-executing every chapter"; fi; \
 	  echo "$(BIN)/jupyter-book build -W -n --keep-going $$all ."; \
 	  $(BIN)/jupyter-book build -W -n --keep-going $$all . && mv $(DATA_STAMP).new $(DATA_STAMP)
 
-test: test-lib test-notebooks test-course test-book
+# The four stages, two at a time (TEST_JOBS=1: one after another), each one's output printed whole when it ends.
+# The course's tests and the book build start first: the grader's tests spend much of their time waiting on kernels
+# and time limits, and the build executes one chapter at a time, so together they keep both cores busy; the
+# library tests and nbval, which keep two workers busy each, follow as the first two end. The sub-make takes the
+# environment as it is (-o $(STAMP)): this make has just brought it up to date.
+TEST_JOBS ?= 2
+test: $(STAMP)
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) -Otarget -o $(STAMP) test-course test-book test-lib test-notebooks
 
 # pytest-xdist: XDIST="-n 2" runs two workers (the default: a 2-core machine's both cores); XDIST= runs serially.
+# Under `make test` two stages run at once, so their workers share the cores (tests/conftest.py sizes torch's threads
+# per worker; the stages' waits on kernels, time limits and the browser are what the second stage fills).
 XDIST ?= -n 2
 
 # The library tests include the explorables' checks in Chromium (tests/explorables), hence the browser.
 test-lib: $(STAMP) browser
 	$(BIN)/python -m pytest tests --ignore=tests/book --ignore=tests/course -q $(XDIST)
 
-# Every chapter twice: with whatever data is there, then as a reader without any data sees it (no $$ATTNCONV_DATA,
-# an empty cache folder), so that the stand-in branches and the committed-results fallbacks run on every CI too.
+# Every chapter runs twice in `make test`: with whatever data is there in test-book's build (FRESH=1: a clean kernel
+# per chapter, and with -W a cell that raises fails the build, which is what nbval checks), and here as a reader
+# without any data sees it (no $$ATTNCONV_DATA, an empty cache folder), so that the stand-in branches and the
+# committed-results fallbacks run on every CI too. NBVAL_DATA=1 adds nbval's own run with the data.
 test-notebooks: $(STAMP)
-	$(BIN)/python -m pytest --nbval-lax --nbval-current-env notebooks -q $(if $(XDIST),$(XDIST) --dist loadfile)
+	$(if $(NBVAL_DATA),$(BIN)/python -m pytest --nbval-lax --nbval-current-env notebooks -q \
+	  $(if $(XDIST),$(XDIST) --dist loadfile))
 	nodata="$$(mktemp -d)" && trap 'rm -rf "$$nodata"' EXIT && env -u ATTNCONV_DATA ATTNCONV_CACHE="$$nodata" \
 	  $(BIN)/python -m pytest --nbval-lax --nbval-current-env notebooks -q -p no:cacheprovider \
 	  $(if $(XDIST),$(XDIST) --dist loadfile)
 
+# The build executes every chapter again (FRESH=1), whatever its cache holds: it is the run of the chapters with data.
+test-book: FRESH = 1
 test-book: book browser
 	$(BIN)/python -m pytest tests/book -q
 
 # Both editions of every chapter, executed and graded: full marks for the worked one, zero for the student one.
+# loadgroup: the cheats, which share one grading of their baseline, run on one worker (tests/conftest.py
+# hands out the longest tests first).
 test-course: $(STAMP)
-	$(BIN)/python -m pytest tests/course -q $(XDIST)
+	$(BIN)/python -m pytest tests/course -q $(if $(XDIST),$(XDIST) --dist loadgroup)
 
 student: $(STAMP)
 	$(BIN)/python -m attnconv.course.student --out student

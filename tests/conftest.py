@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -32,3 +33,42 @@ def _process_wide_torch_state():
     torch.set_flush_denormal(False)
     if torch.get_default_dtype() != torch.float32:
         torch.set_default_dtype(torch.float32)
+
+
+# Under pytest-xdist the order in which tests are handed to the workers sets a stage's time when a few tests are
+# long: the course's longest tests (tests/course, where each grading runs a kernel) start first, in their order in
+# --durations on two cores, so that the workers finish together instead of one grading chapter 04 alone at the end.
+# Everything else keeps its place (a stable sort). The course's one module-scoped fixture, the cheats' baseline, is
+# not split: the cheats stay together, after these. The library tests keep their file order: run after other
+# files' tests in the same worker, test_cli_robustness.py's Ctrl-C check failed once, so moving them waits until
+# that order dependence is found.
+LONGEST_FILES_FIRST: tuple[str, ...] = ()  # files (relative to tests/) to move whole, keeping module fixtures whole
+LONGEST_TESTS_FIRST = (
+    "test_worked_edition_gets_full_marks[04_",
+    "test_a_folder_with_attackers_grades_everyone_as_if_they_were_not_there",
+    "test_worked_edition_gets_full_marks[06_",
+    "test_total_time_holds_while_a_cell_ignores_interrupts",
+    "test_worked_edition_gets_full_marks[03_",
+    "test_worked_edition_gets_full_marks[05_",
+    "test_untouched_student_edition_gets_zero",
+    "test_worked_edition_gets_full_marks[07_",
+    "test_a_folder_grades_into_a_gradebook",
+    "test_a_cell_that_raises_or_loops",
+    "test_memory_is_limited",
+)
+_TESTS = Path(__file__).resolve().parent
+
+
+def _rank(item: pytest.Item) -> int:
+    for i, name in enumerate(LONGEST_TESTS_FIRST):
+        if item.name.startswith(name):
+            return i
+    where = item.path.resolve().relative_to(_TESTS).as_posix() if _TESTS in item.path.resolve().parents else ""
+    for i, file in enumerate(LONGEST_FILES_FIRST):
+        if where == file:
+            return len(LONGEST_TESTS_FIRST) + i
+    return len(LONGEST_TESTS_FIRST) + len(LONGEST_FILES_FIRST)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=_rank)

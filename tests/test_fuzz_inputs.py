@@ -48,7 +48,8 @@ from attnconv.train.bert_config import PRETRAIN_CONFIGS
 from attnconv.train.vision_config import VISION_CONFIGS
 
 from .cifar_fixtures import jpeg_bytes, tiny_arrays, write_class_zip
-from .test_fuzz import outcome, x
+from .fuzz_cases import x
+from .test_fuzz import outcome
 
 CASES: list[tuple[str, str, Callable[[], Any]]] = []  # (id, argument that must be named, call)
 

@@ -126,8 +126,11 @@ def duplicated_and_renamed() -> list:
 
 
 def ignores_interrupts() -> list:
-    return stub_cells() + [nbformat.v4.new_code_cell("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-                                                     "while True:\n    pass")]
+    """A cell that ignores SIGINT and never returns. It sleeps rather than spins: an interrupt that is ignored stops
+    neither, and a spinning loop would take a core from the other tests until the watchdog kills it."""
+    return stub_cells() + [nbformat.v4.new_code_cell("import signal, time\n"
+                                                     "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                                     "while True:\n    time.sleep(0.05)")]
 
 
 def exits_the_kernel() -> list:

@@ -88,7 +88,12 @@ def test_a_folder_with_attackers_grades_everyone_as_if_they_were_not_there(toy):
         assert tree_digest(folder) == notebooks, "a notebook in the submissions folder changed"
         assert (outside / "keep.txt").read_text() == "the instructor's file\n"
 
-    # the instructor marks the forged answer 0: the quoted "points: 3 / 3" lines never count, and are reported
+    # the instructor marks the forged answer 0: the quoted "points: 3 / 3" lines never count, and are reported.
+    # The folder is graded again with only the two notebooks whose sheets this is about (each notebook is graded on
+    # its own; the other eight were checked above and would only take a kernel each).
+    for path in folder.glob("*.ipynb"):
+        if path.stem not in ("c1-vandal", "c2-forged-mark"):
+            path.unlink()
     sheet = written / "c2-forged-mark.md"
     text = sheet.read_text()
     assert text.count("\npoints: ___ / 3") == 1 and "> points: 3 / 3" in text

@@ -107,6 +107,7 @@ def stub_score():
     return report.score
 
 
+@pytest.mark.xdist_group("chapter-01-stub")  # one worker grades the baseline once (``--dist loadgroup``)
 @pytest.mark.parametrize("cheat", sorted(CHEATS))
 def test_cheat_scores_no_more_than_the_untouched_stub(cheat, stub_score, tmp_path):
     import textwrap
