@@ -127,6 +127,18 @@ def test_a_run_writes_its_results(tmp_path):
     assert len(heads) == 1 and len(heads[0]) == 4 and 0 < heads[0][0]["mass"] <= 1
 
 
+def test_provenance_names_the_code_the_run_started_with(tmp_path, monkeypatch):
+    """A checkout that moves on while a run trains: the record names the commit of the start, not of the end."""
+    import attnconv.train.vision as vision
+
+    commits = iter([{"commit": "a" * 40, "dirty": False}] + [{"commit": "b" * 40, "dirty": True}] * 10)
+    monkeypatch.setattr(vision, "git_commit", lambda: next(commits))
+    monkeypatch.setattr("attnconv.train.provenance.git_commit", lambda: {"commit": "b" * 40, "dirty": True})
+    train_vision(_config(epochs=1), tmp_path / "run", data=_tiny_data())
+    prov = json.loads((tmp_path / "run" / "provenance.json").read_text())
+    assert (prov["commit"], prov["dirty"]) == ("a" * 40, False)
+
+
 def test_the_thread_count_is_set_and_recorded(tmp_path):
     from attnconv.train.threads import available_cores
 

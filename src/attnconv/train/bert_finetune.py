@@ -35,7 +35,7 @@ from .bert_pretrain import load_pretrained
 from .checkpoint import save_checkpoint, write_json
 from .distributed import init_distributed
 from .folder import RunFolder, data_identity, open_run
-from .provenance import provenance
+from .provenance import git_commit, provenance
 from .optim import adamw, clipped_step
 from .precision import precision_autocast, probe_speed, resolve_precision, resume_precision
 from .runs import (FINAL_FILE, METRICS_FILE, PROVENANCE_FILE, config_to_dict, load_average, stream_seed,
@@ -117,6 +117,7 @@ def _finetune(config: FinetuneConfig, pretrained: str | os.PathLike, run: RunFol
               task: TaskData | None, root: str | os.PathLike | None, on_step: Callable[[int], None] | None,
               started: float) -> dict[str, Any]:
     """The body of :func:`finetune_bert`, in a run folder already checked and locked."""
+    code_at_start = git_commit()  # the code this process trains with, whatever the checkout holds at the end
     out, ckpt_path = run.out, run.checkpoint
     mlm, tokenizer, pre_state = load_pretrained(pretrained, device)
     ids = special_ids(tokenizer)
@@ -209,5 +210,5 @@ def _finetune(config: FinetuneConfig, pretrained: str | os.PathLike, run: RunFol
         device, 1, task.description, _task_source(config.task, root, given_task), config_to_dict(config),
         {"wall_time_s": elapsed, "process_time_s": time.perf_counter() - started,
          "load_average_at_end": load_average(), "torch_threads": torch.get_num_threads(),
-         "pretrained_config": pre_state["config"], "precision": precision}))
+         "pretrained_config": pre_state["config"], "precision": precision}, code=code_at_start))
     return final

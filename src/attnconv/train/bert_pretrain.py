@@ -45,7 +45,7 @@ from .distributed import init_distributed
 from .folder import RunFolder, RunSetupError, data_identity, open_run
 from .optim import adamw, clipped_step
 from .precision import precision_autocast, probe_speed, resolve_precision, resume_precision
-from .provenance import provenance
+from .provenance import git_commit, provenance
 from .runs import (CHECKPOINT_NAME, FINAL_FILE, KERNELS_FILE, METRICS_FILE, PROVENANCE_FILE, TOKENIZER_FILE,
                    config_to_dict, load_average, stream_seed, write_jsonl)
 from .schedule import set_lr, warmup_linear
@@ -138,6 +138,7 @@ def _pretrain(config: PretrainConfig, run: RunFolder, device: torch.device, data
               root: str | os.PathLike | None, cache_dir: str | os.PathLike | None,
               on_step: Callable[[int], None] | None, started: float, load_at_start: Any) -> dict[str, Any]:
     """The body of :func:`pretrain_bert`, in a run folder already checked and locked."""
+    code_at_start = git_commit()  # the code this process trains with, whatever the checkout holds at the end
     out, ckpt_path = run.out, run.checkpoint
     data = data if data is not None else prepare_pretraining(config, root, cache_dir)
     ids = special_ids(data.tokenizer)
@@ -222,7 +223,7 @@ def _pretrain(config: PretrainConfig, run: RunFolder, device: torch.device, data
         {"wall_time_s": elapsed, "process_time_s": time.perf_counter() - started, "load_average_at_start":
          load_at_start, "load_average_at_end": load_average(), "torch_threads": torch.get_num_threads(),
          "model_config": dataclasses.asdict(model_config), "precision": precision,
-         "bf16_autocast": used == "bf16"}))
+         "bf16_autocast": used == "bf16"}, code=code_at_start))
     return final
 
 

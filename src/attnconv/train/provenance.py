@@ -45,15 +45,21 @@ def git_commit(path: Path | None = None) -> dict[str, Any]:
 
 
 def provenance(device: torch.device, world_size: int, data_description: str, data_source: str,
-               config: dict[str, Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A JSON-able record for ``provenance.json``; ``extra`` adds run-specific entries (wall time, ...)."""
+               config: dict[str, Any], extra: dict[str, Any] | None = None,
+               code: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A JSON-able record for ``provenance.json``; ``extra`` adds run-specific entries (wall time, ...).
+
+    ``code`` is :func:`git_commit` taken when the run (or its resumed part) started: the code that trained it. A
+    record written at the end of a long run would otherwise name whatever the checkout holds by then. Without it,
+    the commit is read now.
+    """
     record = {
         "device": device_description(device),
         "processes": world_size,
         "torch": torch.__version__,
         "python": platform.python_version(),
         "platform": platform.platform(),
-        **git_commit(),
+        **(code if code is not None else git_commit()),
         "data": data_description,
         "data_source": data_source,
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),

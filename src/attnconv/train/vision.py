@@ -40,7 +40,7 @@ from .cuda import enable_fast_kernels
 from .checkpoint import save_checkpoint, write_json
 from .distributed import DistInfo, all_reduce_sum, barrier, init_distributed
 from .folder import RunFolder, RunSetupError, data_identity, open_run
-from .provenance import provenance
+from .provenance import git_commit, provenance
 from .precision import precision_autocast, probe_speed, resolve_precision, resume_precision
 from .runs import (ATTENTION_FILE, CENTERS_FILE, CHECKPOINT_NAME, FINAL_FILE, HEADS_FILE, METRICS_FILE,
                    PROVENANCE_FILE, check_finite_loss, config_to_dict, load_average, stream_seed, write_jsonl)
@@ -238,6 +238,7 @@ def train_vision(
     """
     started = time.perf_counter()
     load_at_start = load_average()
+    code_at_start = git_commit()  # the code this process trains with, whatever the checkout holds at the end
     info = init_distributed(config.device)
     if config.batch_size % info.world_size:  # the rules that need no data, checked before it loads
         raise RunSetupError(f"batch_size ({config.batch_size}) must be divisible by the number of processes "
@@ -250,7 +251,7 @@ def train_vision(
                 raise RunSetupError(f"{what} ({n}) exceeds the {available} images of CIFAR-10")
     with open_run(out_dir, resume, data=data_identity(data=data_path), is_main=info.is_main, required=_RESUME_KEYS,
                   check=lambda state: resume_precision(state, config_to_dict(config), info.device)) as run:
-        return _train(config, run, info, data, data_path, on_step, started, load_at_start)
+        return _train(config, run, info, data, data_path, on_step, started, (load_at_start, code_at_start))
 
 
 _RESUME_KEYS = ("config", "model", "optimizer", "epoch", "history", "snapshots", "elapsed")
@@ -258,8 +259,10 @@ _RESUME_KEYS = ("config", "model", "optimizer", "epoch", "history", "snapshots",
 
 def _train(config: TrainConfig, run: RunFolder, info: DistInfo, data: CIFAR10 | None,
            data_path: str | os.PathLike | None, on_step: Callable[[int], None] | None, started: float,
-           load_at_start: Any) -> dict[str, Any]:
-    """The body of :func:`train_vision`, in a run folder already checked and locked."""
+           at_start: tuple[Any, dict[str, Any]]) -> dict[str, Any]:
+    """The body of :func:`train_vision`, in a run folder already checked and locked; ``at_start`` is the load
+    average and the code (:func:`~attnconv.train.provenance.git_commit`) when the run started."""
+    load_at_start, code_at_start = at_start
     out, ckpt_path = run.out, run.checkpoint
     threads_before = torch.get_num_threads()
     threads = set_threads(config.threads, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
@@ -331,7 +334,8 @@ def _train(config: TrainConfig, run: RunFolder, info: DistInfo, data: CIFAR10 | 
             {"wall_time_s": elapsed, "train_images": len(tensors.train_x), "test_images": len(tensors.test_x),
              "session_time_s": time.perf_counter() - started, "load_average_at_start": load_at_start,
              "load_average_at_end": load_average(), "precision": m.precision,
-             "bf16_autocast": m.precision["used"] == "bf16", "compiled": config.compile, "threads": threads}))
+             "bf16_autocast": m.precision["used"] == "bf16", "compiled": config.compile, "threads": threads},
+            code=code_at_start))
     barrier(info)
     torch.set_num_threads(threads_before)  # a caller in the same process gets its own setting back
     return final
