@@ -274,7 +274,16 @@ def _read_only(folder, monkeypatch):
         monkeypatch.setattr(os, "open", refuse)
 
 
-def test_sigint_is_one_line_keeps_the_checkpoint_and_resumes(tmp_path, monkeypatch, capsys):
+@pytest.fixture
+def interactive_sigint():
+    """SIGINT as an interactive Ctrl-C meets it. A process started in the background by a non-interactive shell
+    (``nohup make test &``) inherits SIGINT as ignored, and Python then leaves it ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_sigint_is_one_line_keeps_the_checkpoint_and_resumes(tmp_path, monkeypatch, capsys, interactive_sigint):
     """Ctrl-C in epoch 2: exit 130 and one line (before: a traceback); epoch 1's checkpoint is kept, no temporary
     file or lock is left, a read-only folder refuses the resume before the data loads, and --resume finishes."""
     run, saved = tmp_path / "run", {}
