@@ -38,8 +38,7 @@ class TrainConfig:
         seed: seeds the initial weights, the data order, the augmentation and dropout.
         device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
         precision: ``"fp32"``, ``"bf16"`` (autocast, on the CPU or CUDA) or ``"auto"``: on CUDA bf16 when ``amp``,
-            on a CPU bf16 when a start-up probe measures it at least 1.1x as fast, else float32; the probe's figures
-            go into the record (:mod:`attnconv.train.precision`).
+            on a CPU float32, with a start-up probe's bf16 speed in the record (:mod:`attnconv.train.precision`).
         amp: what ``precision="auto"`` means on CUDA: bfloat16 autocast (True) or float32 (ignored elsewhere).
         compile: wrap the model in ``torch.compile``.
         threads: CPU threads of each process (``None``: the available cores, shared by the processes on the
