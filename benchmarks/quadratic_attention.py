@@ -78,6 +78,31 @@ class NaiveLayer(nn.Module):
         return torch.stack(outs).reshape(b, h, w, -1)
 
 
+def official_table(side: int = TABLE_SIDE) -> torch.Tensor:
+    """The official code's relative-feature table ``(side, side, side, side, 5)``: entry ``[i, j, k, l]`` holds
+    (δ0, δ1, δ0², δ1², δ0δ1) for δ = (k, l) - (i, j), key minus query (50^4 x 5 floats, 119 MiB at side 50)."""
+    pos = torch.arange(side)
+    grid = torch.stack(torch.meshgrid(pos, pos, indexing="ij"), dim=-1)  # (side, side, 2)
+    rel = grid[None, None] - grid[:, :, None, None]
+    return torch.cat([rel, rel**2, (rel[..., 0] * rel[..., 1])[..., None]], dim=-1).float()
+
+
+def official_attend(table: torch.Tensor, centers: torch.Tensor, spreads: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """The official isotropic Gaussian attention as its forward pass computes it: the scores of every (query, key)
+    pair from ``table``, one softmax over all keys, and the dense contraction of the ``(H, W, N_h, H, W)``
+    probabilities with the tokens ``x`` ``(B, H, W, D)``. Returns ``(B, H, W, N_h * D)``, heads concatenated.
+    ``centers`` μ ``(N_h, 2)``, ``spreads`` s ``(N_h,)``: attnconv's Δ = μ and α = s²/2."""
+    b, w, h, _ = x.shape
+    heads = centers.shape[0]
+    a = spreads**2
+    mu1, mu2 = centers[:, 0], centers[:, 1]
+    zero = torch.zeros_like(a)
+    target = -0.5 * torch.stack([-2 * a * mu1, -2 * a * mu2, a, a, zero], dim=-1)  # (N_h, 5)
+    scores = torch.einsum("ijkld,hd->ijhkl", table[:w, :h, :w, :h], target)
+    probs = torch.softmax(scores.reshape(w, h, heads, -1), dim=-1).reshape(w, h, heads, w, h)
+    return torch.einsum("ijhkl,bkld->bijhd", probs.to(x.dtype), x).reshape(b, w, h, -1)
+
+
 class OfficialLayer(nn.Module):
     """The official GaussianSelfAttention's forward pass (isotropic, no blur trick), with attnconv's weights copied in:
     μ = Δ, s = √(2α), ``value`` = ``out_proj``."""
@@ -88,22 +113,10 @@ class OfficialLayer(nn.Module):
         self.attention_centers = nn.Parameter(enc.centers.detach().clone())
         self.attention_spreads = nn.Parameter((2 * enc.alpha.detach()).sqrt())
         self.value = layer.out_proj
-        pos = torch.arange(side)
-        grid = torch.stack(torch.meshgrid(pos, pos, indexing="ij"), dim=-1)  # (side, side, 2)
-        rel = grid[None, None] - grid[:, :, None, None]  # [i, j, k, l] = (k, l) - (i, j): key minus query
-        table = torch.cat([rel, rel**2, (rel[..., 0] * rel[..., 1])[..., None]], dim=-1)  # (δ0, δ1, δ0², δ1², δ0δ1)
-        self.register_buffer("R", table.float())
+        self.register_buffer("R", official_table(side))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, w, h, _ = x.shape
-        a = self.attention_spreads**2
-        mu1, mu2 = self.attention_centers[:, 0], self.attention_centers[:, 1]
-        zero = torch.zeros_like(a)
-        target = -0.5 * torch.stack([-2 * a * mu1, -2 * a * mu2, a, a, zero], dim=-1)  # (N_h, 5)
-        scores = torch.einsum("ijkld,hd->ijhkl", self.R[:w, :h, :w, :h], target)
-        probs = torch.softmax(scores.reshape(w, h, HEADS, -1), dim=-1).reshape(w, h, HEADS, w, h)
-        mixed = torch.einsum("ijhkl,bkld->bijhd", probs, x).reshape(b, w, h, -1)
-        return self.value(mixed)
+        return self.value(official_attend(self.R, self.attention_centers, self.attention_spreads, x))
 
 
 def build(impl: str) -> nn.Module:

@@ -19,6 +19,11 @@ them alike) it measures:
   ``nn.Linear`` and ``nn.Conv2d``, forward and backward, at the shapes a training batch gives them): a step cannot
   be faster than they are, so the whole model's training FLOPs over their time bound its share of the roofline
   from above, and that bound over resnet18's share bounds the ratio the fast paths could reach;
+- sa-quadratic with the official model's attention ("official": the dense Gaussian attention of the official code,
+  transcribed in ``quadratic_attention.py``: scores of every query-key pair from its relative-feature table, one
+  softmax over all keys, one dense contraction), at ``cpu-quick`` width and, on a batch of 8, at the paper's width
+  (``paper``: hidden 400, 6 layers), beside attnconv's fast path on the same weights and batch; the two compute the
+  same outputs (checked when the case is built);
 - one attention layer alone (forward and backward), fast and reference;
 - what the trainer's data pipeline (crop, flip, normalise) costs per batch;
 - with ``--compile``, ``torch.compile`` of sa-quadratic and resnet18 in both precisions.
@@ -47,6 +52,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import machine, write_record  # noqa: E402
+from quadratic_attention import official_attend, official_table  # noqa: E402
 
 import attnconv.attention as attention  # noqa: E402
 from attnconv.data import CropFlip  # noqa: E402
@@ -57,6 +63,7 @@ from attnconv.train import named_config  # noqa: E402
 from attnconv.train.provenance import git_commit  # noqa: E402
 
 BATCH = 100
+PAPER_BATCH = 8  # the paper-width cases: 6 layers of width 400 on a batch of 100 take half a minute a step
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
@@ -124,21 +131,56 @@ def reference_layers(net: nn.Module):
             block.drop = drop
 
 
-def train_case(name: str, precision: str, reference: bool = False, compiled: bool = False) -> tuple[Callable, dict]:
-    """One training step of ``name`` at cpu-quick width, and the model's cost."""
-    config = named_config("cpu-quick", name)
+@contextlib.contextmanager
+def official_layers(net: nn.Module):
+    """Inside: every quadratic attention layer of ``net`` attends as the official model does
+    (:func:`quadratic_attention.official_attend` over its shared values, then ``W_out``)."""
+    layers = [m for m in net.modules() if isinstance(m, attention.MultiHeadSelfAttention)]
+    table = official_table(16)  # the 16 x 16 token grid of a 32 x 32 image in 2 x 2 blocks
+
+    def attend(layer, axes, v, grid):
+        b, shared, n, d = v.shape
+        if shared != 1:
+            raise ValueError("the official model's heads share one value map")
+        enc = layer.positional
+        mixed = official_attend(table, enc.centers, (2 * enc.alpha).sqrt(), v.reshape(b, *grid, d))
+        return layer.out_proj(mixed.reshape(b, n, -1)).view(b, *grid, layer.out_dim)
+    for layer in layers:
+        layer.attend_factorized_merged = lambda axes, v, grid, _layer=layer: attend(_layer, axes, v, grid)
+    try:
+        yield
+    finally:
+        for layer in layers:
+            del layer.attend_factorized_merged
+
+
+def train_case(name: str, precision: str, reference: bool = False, compiled: bool = False, official: bool = False,
+               config_name: str = "cpu-quick", batch: int = BATCH) -> tuple[Callable, dict]:
+    """One training step of ``name`` at ``config_name``'s width on ``batch`` images, and the model's cost.
+    ``official``: with the official model's attention (:func:`official_layers`), after checking that its logits
+    equal the fast path's on the same weights and batch."""
+    config = named_config(config_name, name)
     torch.manual_seed(0)
     net = build_model(name, config.model_config)
     cost = model_cost(net)
     model = torch.compile(net) if compiled else net
     optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(BATCH, 32, 32, 3)
-    y = torch.randint(0, 10, (BATCH,))
+    x = torch.randn(batch, 32, 32, 3)
+    y = torch.randint(0, 10, (batch,))
     dtype = DTYPES[precision]
+    if official:
+        with torch.no_grad():
+            fast = net.eval()(x)
+            with official_layers(net):
+                theirs = net(x)
+        net.train()
+        if not torch.allclose(fast, theirs, rtol=1e-4, atol=1e-4):
+            raise RuntimeError(f"the official attention differs from attnconv's by {(fast - theirs).abs().max():.2e}")
 
     def step() -> None:
         checks = contextlib.nullcontext() if reference else deferred_finite_checks()
-        layers = reference_layers(net) if reference else contextlib.nullcontext()
+        layers = (reference_layers(net) if reference else official_layers(net) if official
+                  else contextlib.nullcontext())
         with layers, checks, torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
             logits = model(x)
         loss = F.cross_entropy(logits.float(), y)
@@ -228,6 +270,8 @@ def main() -> None:
     parser.add_argument("--reference-models", nargs="*", default=["sa-quadratic", "sa-learned"],
                         help="models also timed with the reference layer code")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps per case before the rounds")
+    parser.add_argument("--no-paper", dest="paper", action="store_false",
+                        help="skip the paper-width cases (about 2 s a step each)")
     parser.add_argument("--compile", action="store_true", help="also time torch.compile (minutes of compiling)")
     parser.add_argument("--out", default="results/benchmarks/training_roofline")
     args = parser.parse_args()
@@ -260,6 +304,18 @@ def main() -> None:
                 cases[f"{name}/{precision}/{threads}/weight-layers"] = (Timer(step, threads, args.steps), {
                     "kind": "weights", "model": name, "precision": precision, "threads": threads,
                     "weight_flops": 3 * weight_flops, "flops": 3 * cost["flops"] * BATCH})
+    for config_name, batch in (("cpu-quick", BATCH), ("paper", PAPER_BATCH)):
+        if "sa-quadratic" not in args.models or (config_name == "paper" and not args.paper):
+            continue
+        for precision in DTYPES:
+            for path in (("fast", "official") if config_name == "paper" else ("official",)):
+                step, cost = train_case("sa-quadratic", precision, official=path == "official",
+                                        config_name=config_name, batch=batch)
+                label = (f"sa-quadratic/{precision}/1" + ("/paper" if config_name == "paper" else "")
+                         + ("/official" if path == "official" else ""))
+                cases[label] = (Timer(step, 1, args.steps), {
+                    "kind": "train", "model": "sa-quadratic", "precision": precision, "threads": 1, "path": path,
+                    "width": config_name, "batch": batch, "cost": cost, "flops": 3 * cost["flops"] * batch})
     if args.compile:
         for name in ("resnet18", "sa-quadratic"):
             for precision in DTYPES:
@@ -297,8 +353,8 @@ def report(args, cases, load_before, rounds_done: int) -> str:
             r["gflops"] = roof[(r["precision"], r["threads"])]
             r["gflops_wall"] = r["flops"] / r["wall_s"] / 1e9
         if r["kind"] == "train":
-            r["img_per_s"] = BATCH / r["cpu_s"] * r["threads"]
-            r["img_per_s_wall"] = BATCH / r["wall_s"]
+            r["img_per_s"] = r.get("batch", BATCH) / r["cpu_s"] * r["threads"]
+            r["img_per_s_wall"] = r.get("batch", BATCH) / r["wall_s"]
             r["gflops"] = r["flops"] / r["cpu_s"] * r["threads"] / 1e9
             r["roofline_share"] = r["gflops"] / roof[(r["precision"], r["threads"])]
         if r["kind"] == "weights":  # the weight layers' own rate, and the bound it puts on the whole step's share
@@ -319,6 +375,13 @@ def report(args, cases, load_before, rounds_done: int) -> str:
                     "speedup_over_reference": ref["cpu_s"] / sa["cpu_s"] if ref else None,
                     # the ratio sa-quadratic would reach if everything but its weight layers cost nothing
                     "share_ratio_bound": bound["share_bound"] / cnn["roofline_share"] if bound else None}
+            for width, fast_label in (("cpu-quick", f"sa-quadratic/{precision}/1"),
+                                      ("paper", f"sa-quadratic/{precision}/1/paper")):
+                fast, theirs = by.get(fast_label), by.get(fast_label + "/official")
+                if fast and theirs:  # > 1: attnconv's step is faster than the official model's
+                    summary.setdefault("official", {})[f"{precision}/{width}"] = {
+                        "attnconv_img_per_s": fast["img_per_s"], "official_img_per_s": theirs["img_per_s"],
+                        "speedup_over_official": theirs["cpu_s"] / fast["cpu_s"], "batch": fast.get("batch", BATCH)}
     record = {"meta": {**machine(), "cpu": cpu_info(), **git_commit(), "load_average_before": load_before,
                        "load_average_after": list(os.getloadavg()), "batch": BATCH, "rounds": rounds_done,
                        "steps_per_measurement": args.steps, "clock": "process CPU time (wall time also recorded)"},
@@ -328,7 +391,7 @@ def report(args, cases, load_before, rounds_done: int) -> str:
         if r["kind"] == "gemm":
             table.append({"case": r["case"], "ips": "", "gf": f"{r['gflops']:.0f}", "share": "", "wall": f"{r['wall_s'] * 1e3:.1f}"})
         elif r["kind"] == "train":
-            table.append({"case": r["case"], "ips": f"{r['img_per_s']:.0f}", "gf": f"{r['gflops']:.1f}",
+            table.append({"case": r["case"], "ips": f"{r['img_per_s']:.{0 if r['img_per_s'] >= 20 else 1}f}", "gf": f"{r['gflops']:.1f}",
                           "share": f"{100 * r['roofline_share']:.1f}%", "wall": f"{r['wall_s'] * 1e3:.0f}"})
         elif r["kind"] == "weights":
             table.append({"case": r["case"], "ips": "", "gf": f"{r['gflops']:.1f}",
@@ -339,12 +402,16 @@ def report(args, cases, load_before, rounds_done: int) -> str:
                           "cpu": r["cpu_s"]})
     for t, r in zip(table, rows):
         t["cpu_ms"] = f"{r['cpu_s'] * 1e3:.1f}"
+    official = summary.get("official", {})
     lines = [f"{k}: sa-quadratic {100 * v['sa_quadratic_share']:.1f}% of the roofline, resnet18 "
              f"{100 * v['resnet18_share']:.1f}%, ratio {v['share_ratio']:.2f} (goal >= 0.9); fast path "
              + (f"{v['speedup_over_reference']:.2f}x the reference" if v["speedup_over_reference"] else "")
              + (f"; even with nothing but its weight layers costing time, the ratio could reach only "
                 f"{v['share_ratio_bound']:.2f}" if v["share_ratio_bound"] else "")
-             for k, v in summary.items()]
+             for k, v in summary.items() if k != "official"]
+    lines += [f"{k}: attnconv's sa-quadratic step {v['speedup_over_official']:.2f}x as fast as the official model's "
+              f"attention on the same weights ({v['attnconv_img_per_s']:.1f} against {v['official_img_per_s']:.1f} "
+              f"img/s, batch {v['batch']})" for k, v in official.items()]
     text = write_record(
         args.out, record, title="Training steps against the matrix-multiply roofline (CPU, cpu-quick widths)",
         note=(f"Batch {BATCH}; medians of {rounds_done} interleaved rounds of {args.steps} steps; img/s, GFLOP/s and "

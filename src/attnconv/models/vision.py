@@ -183,7 +183,11 @@ class SelfAttentionNet(nn.Module):
         if images.dim() != 4 or tuple(images.shape[1:]) != (c.image_size, c.image_size, c.in_channels):
             raise ValueError(f"images must be (B, {c.image_size}, {c.image_size}, {c.in_channels}), "
                              f"got shape {tuple(images.shape)}")
-        return self.embed(space_to_depth(images, c.block))
+        # The residual stream stays in the parameters' dtype. Under bfloat16 autocast the products still run in
+        # bfloat16, but the sums around them and the LayerNorms then run in float32: a stream kept in bfloat16 (the
+        # embedding's product, carried through every block) made the learned-encoding model diverge at the
+        # recipe's learning rate (benchmarks/bf16_divergence.py).
+        return self.embed(space_to_depth(images, c.block)).to(self.embed.weight.dtype)
 
     def forward(self, images: Tensor) -> Tensor:
         x = self.tokens(images)  # (B, H', W', D)
