@@ -19,7 +19,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from .._checks import NonFiniteResultError
+from .._checks import NonFiniteResultError, flag
 from ..finite import finite_checks_on
 from .base import PositionalLogits, softmax_flushed
 
@@ -67,7 +67,7 @@ class SignedQuadraticEncoding(PositionalLogits):
         if not bool(torch.isfinite(weight).all()):
             raise ValueError(f"query must be finite (no NaN or inf), got {weight.tolist()}")
         super().__init__(weight.shape[0])
-        if learnable:
+        if flag("learnable", learnable):
             self.weight = nn.Parameter(weight)
         else:
             self.register_buffer("weight", weight)
