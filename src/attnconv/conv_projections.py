@@ -285,6 +285,9 @@ def projection_settings(names: Sequence[str], kernel_size: int | Mapping[str, in
         if name not in CONV_PROJECTIONS:
             raise ValueError(f"conv_projections must name some of {CONV_PROJECTIONS}, got {name!r}")
     sizes = projection_kernel_sizes(kernel_size)
+    if isinstance(kernel_size, Mapping) and set(kernel_size) - set(names):
+        raise ValueError(f"conv_kernel_size maps names of conv_projections {names} to sizes, got "
+                         f"{sorted(set(kernel_size) - set(names))}, which are not convolutional")
     acts = _per_projection("conv_activation", activation, names, None)
     for act in (acts.values() if names or isinstance(activation, Mapping) else [activation]):
         if not isinstance(act, (str, type(None))) or act not in ACTIVATIONS:
