@@ -147,7 +147,7 @@ class BertConfig:
     max_length: int = 128
     variant: str = "absolute"
     max_distance: int = 16
-    conv_kernel_size: int = 3
+    conv_kernel_size: int | dict[str, int] = 3
     pre_norm: bool = False
     dropout: float = 0.1
     type_vocab_size: int = 2
