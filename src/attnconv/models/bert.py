@@ -26,8 +26,7 @@ The attention of every block is chosen by a variant name (:data:`VARIANTS`), all
    (Chang et al.'s ``convolution`` variant).
 
 The config's ``conv_*`` fields and ``hidden_act`` refine a variant with the other options of Chang et al.'s code
-(which projections are convolutions, per-projection kernel sizes, activations, groups, depthwise multipliers and
-mixed heads; :mod:`attnconv.models.bert_options`).
+(:mod:`attnconv.models.bert_options`).
 """
 
 from __future__ import annotations
