@@ -342,3 +342,12 @@ _functions()
 _forward_cases()
 _bert_and_configs()
 
+
+
+def _option_cases() -> None:
+    from .fuzz_cases_options import option_cases  # here, so that either module may be imported first
+
+    option_cases()
+
+
+_option_cases()

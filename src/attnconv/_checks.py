@@ -14,6 +14,13 @@ def int_at_least(name: str, value: object, minimum: int) -> int:
     return value
 
 
+def flag(name: str, value: object) -> bool:
+    """Return ``value`` if it is a ``bool``, else raise ``TypeError`` (a string such as ``"no"`` would read as true)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return value
+
+
 def positive_int(name: str, value: object) -> int:
     """Return ``value`` if it is an ``int`` greater than zero, else raise ``ValueError``."""
     return int_at_least(name, value, 1)

@@ -17,12 +17,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import int_at_least, positive_int
+from ._checks import flag, int_at_least, positive_int
 from .taps import check_padding_mask, check_tokens, odd_kernel_size
 
-__all__ = ["DepthwiseSeparableConv1d", "GroupedConv1d", "MixedProjection", "ProjectionSettings", "conv_projection",
-           "activation_function", "ACTIVATIONS", "CONV_PROJECTIONS", "MIXED_SPLITS", "VALUE_CONV_SCALES",
-           "projection_kernel_sizes", "projection_settings", "value_branch"]
+__all__ = ["Activation", "DepthwiseSeparableConv1d", "GroupedConv1d", "MixedProjection", "ProjectionSettings",
+           "conv_projection", "activation_function", "ACTIVATIONS", "CONV_PROJECTIONS", "MIXED_SPLITS",
+           "VALUE_CONV_SCALES", "projection_kernel_sizes", "projection_settings", "value_branch"]
 
 CONV_PROJECTIONS = ("query", "key", "value")
 MIXED_SPLITS = ("heads", "channels")
@@ -52,6 +52,24 @@ def activation_function(name: str | None) -> Callable[[Tensor], Tensor] | None:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
     return {None: None, "gelu": F.gelu, "gelu_new": lambda x: F.gelu(x, approximate="tanh"), "gelu_fast": _gelu_fast,
             "relu": F.relu, "swish": F.silu, "mish": F.mish, "tanh": torch.tanh, "sigmoid": torch.sigmoid}[name]
+
+
+class Activation(nn.Module):
+    """The elementwise function ``activation_function(name)`` as a module (no parameters), e.g. in an MLP.
+
+    ``Activation("gelu")`` computes exactly what ``nn.GELU()`` does."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        if name is None or activation_function(name) is None:
+            raise ValueError(f"activation must be one of {ACTIVATIONS[1:]}, got {name!r}")
+        self.name = name
+
+    def forward(self, x: Tensor) -> Tensor:
+        return activation_function(self.name)(x)
+
+    def extra_repr(self) -> str:
+        return repr(self.name)
 
 
 class DepthwiseSeparableConv1d(nn.Module):
@@ -224,6 +242,10 @@ class ProjectionSettings:
     def build(self, in_channels: int, head_dim: int, num_heads: int, bias: bool, mixed_split: str) -> nn.Module:
         """The projection ``(B, N, C) -> (B, N, N_h D_h)`` these settings describe."""
         total = num_heads * head_dim
+        out = (total // 2 if mixed_split == "channels" else (num_heads // 2) * head_dim) if self.mixed else total
+        if self.groups is not None and (in_channels % self.groups or out % self.groups):
+            raise ValueError(f"conv_groups={self.groups} must divide the projection's input channels ({in_channels}) "
+                             f"and its convolution's output channels ({out})")
         if self.mixed:
             split = total // 2 if mixed_split == "channels" else None
             return MixedProjection(in_channels, head_dim, num_heads, num_heads // 2, self.kernel_size, bias,
@@ -263,13 +285,18 @@ def projection_settings(names: Sequence[str], kernel_size: int | Mapping[str, in
         if name not in CONV_PROJECTIONS:
             raise ValueError(f"conv_projections must name some of {CONV_PROJECTIONS}, got {name!r}")
     sizes = projection_kernel_sizes(kernel_size)
+    if isinstance(kernel_size, Mapping) and set(kernel_size) - set(names):
+        raise ValueError(f"conv_kernel_size maps names of conv_projections {names} to sizes, got "
+                         f"{sorted(set(kernel_size) - set(names))}, which are not convolutional")
     acts = _per_projection("conv_activation", activation, names, None)
     for act in (acts.values() if names or isinstance(activation, Mapping) else [activation]):
         if not isinstance(act, (str, type(None))) or act not in ACTIVATIONS:
             raise ValueError(f"conv_activation must be one of {ACTIVATIONS} (or a mapping to them), got {act!r}")
     if not names and activation is not None and not isinstance(activation, Mapping):
         raise ValueError("conv_activation applies to convolutional projections: name some conv_projections")
-    mixes = {name: bool(m) for name, m in _per_projection("mixed_projections", mixed, names, False).items()}
+    mixes = _per_projection("mixed_projections", mixed, names, False)
+    for m in (mixes.values() if names or isinstance(mixed, Mapping) else [mixed]):
+        flag("mixed_projections (or each value of its mapping)", m)
     if (not names and mixed and not isinstance(mixed, Mapping)) or (any(mixes.values()) and num_heads < 2):
         raise ValueError("mixed_projections needs num_heads >= 2 and some conv_projections: half of the heads "
                          "are convolutional, the other half linear")

@@ -19,7 +19,7 @@ from torch import Tensor, nn
 
 from .attention import MultiHeadSelfAttention
 from .positional.base import PositionalLogits
-from ._checks import probability
+from ._checks import flag, probability
 from .positional.quadratic import QuadraticEncoding
 from .positional.signed_quadratic import SignedQuadraticEncoding
 from .taps import masked_softmax, softmax_fp32
@@ -55,10 +55,12 @@ class GatedPositionalSelfAttention(MultiHeadSelfAttention):
                  proj_drop: float = 0.0) -> None:
         if positional is None:
             positional = QuadraticEncoding.local_init(num_heads, locality_strength)
+        if not isinstance(positional, PositionalLogits):
+            raise TypeError(f"positional must be a PositionalLogits module (or None), got {type(positional).__name__}")
         if positional.uses_queries or positional.uses_keys:
             raise ValueError("positional must not depend on queries or keys: GPSA's positional map is content-free")
         super().__init__(embed_dim, num_heads, positional=positional, content=True, dropout=dropout, bias=True)
-        if not qkv_bias:
+        if not flag("qkv_bias", qkv_bias):
             self.q_proj.bias = self.k_proj.bias = self.v_proj.bias = None
         self.gating = nn.Parameter(torch.ones(num_heads))
         self.proj_drop = probability("proj_drop", proj_drop)

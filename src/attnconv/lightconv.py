@@ -43,7 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import check_finite_result, floating_input, positive_int, probability
+from ._checks import check_finite_result, flag, floating_input, positive_int, probability
 from .conv_projections import ACTIVATIONS, DepthwiseSeparableConv1d
 from .finite import finite_checks_on
 from .taps import (apply_band, check_padding_mask, check_tokens, masked_softmax, odd_kernel_size, padding_left,
@@ -290,12 +290,12 @@ class DynamicConv1d(_HeadKernelConv1d):
         self.value_dim = embed_dim if value_dim is None else positive_int("value_dim", value_dim)
         if self.value_dim % num_heads:
             raise ValueError(f"value_dim ({value_dim}) must be divisible by num_heads ({num_heads})")
-        if cut_long_kernel and not self.causal:
+        if flag("cut_long_kernel", cut_long_kernel) and not self.causal:
             raise ValueError("cut_long_kernel needs causal=True: fairseq cuts a kernel longer than the sequence only "
                              "when its taps all read the past (padding_l = K - 1)")
-        self.cut_long_kernel = bool(cut_long_kernel)
+        self.cut_long_kernel = flag("cut_long_kernel", cut_long_kernel)
         self.kernel_proj = nn.Linear(embed_dim, num_heads * kernel_size, bias=bias)
-        self.conv_bias = nn.Parameter(torch.zeros(self.value_dim)) if conv_bias else None
+        self.conv_bias = nn.Parameter(torch.zeros(self.value_dim)) if flag("conv_bias", conv_bias) else None
 
     def kernel_logits(self, x: Tensor) -> Tensor:
         """X W^D + b^D reshaped to ``(B, N_h, N, K)``."""

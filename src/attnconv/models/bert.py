@@ -3,10 +3,12 @@
 Shapes: B batch, N tokens (any N ≤ ``max_length``), C = ``hidden_dim``, V vocabulary, N_h heads. ::
 
     embeddings:  E = LN( tok[x] + seg[t] (+ pos[0..N-1] if absolute) )                  (B, N, C)
-    block:       post-LN  h = LN(h + Attn(h)); h = LN(h + MLP(h))
+    block:       post-LN  h = LN(h + Attn(h)); h = LN(h + MLP(h)),  MLP(h) = act(h W_1) W_2
                  pre-LN   h = h + Attn(LN(h)); h = h + MLP(LN(h))
-    MLM head:    logits = LN(GELU(h W)) tok^T + b                     (tied to the token embeddings) (·, V)
+    MLM head:    logits = LN(act(h W)) tok^T + b                      (tied to the token embeddings) (·, V)
     classifier:  logits = tanh(h_[CLS] W_p) W_c                                          (B, labels)
+
+with act the config's ``hidden_act`` (the exact GELU by default).
 
 The attention of every block is chosen by a variant name (:data:`VARIANTS`), all built from
 :class:`~attnconv.attention.MultiHeadSelfAttention` and :class:`~attnconv.composite.CompositeAttention`:
@@ -22,6 +24,9 @@ The attention of every block is chosen by a variant name (:data:`VARIANTS`), all
 8. ``conv-query-mixed``, ``conv-key-mixed``, ``conv-value-mixed``: the convolution on half of the heads only;
 9. ``convolution``: content attention plus a depthwise convolution of the values, times a learned scalar
    (Chang et al.'s ``convolution`` variant).
+
+The config's ``conv_*`` fields and ``hidden_act`` refine a variant with the other options of Chang et al.'s code
+(:mod:`attnconv.models.bert_options`).
 """
 
 from __future__ import annotations
@@ -35,8 +40,10 @@ from torch import Tensor, nn
 from .._checks import int_at_least, positive_int, probability
 from ..attention import MultiHeadSelfAttention
 from ..composite import CompositeAttention
+from ..conv_projections import Activation
+from .bert_options import conv_options
 from ..positional.sequence import KeyRelativeLogits, QueryRelativeLogits, RelativePositionBias
-from ..taps import check_padding_mask, odd_kernel_size
+from ..taps import check_padding_mask
 
 __all__ = ["BERT_SIZES", "VARIANTS", "AttentionVariant", "BertClassifier", "BertConfig", "BertEncoder",
            "BertForMaskedLM", "composite_layers", "make_bert_attention"]
@@ -103,11 +110,32 @@ class BertConfig:
         max_length: longest input N; also the number of absolute position embeddings.
         variant: a key of :data:`VARIANTS`.
         max_distance: k, the clipping distance of the relative terms (kernels over offsets -k..k).
-        conv_kernel_size: kernel size of convolutional projections (odd).
+        conv_kernel_size: kernel size of convolutional projections (odd), or a dict from projection name to its own
+            (not with the ``convolution`` variant, whose value branch takes the one size).
         pre_norm: pre-LN blocks (post-LN, as in BERT, when ``False``).
         dropout: dropout on embeddings, residual branches and attention probabilities.
         type_vocab_size: segment ids (2: a and b).
         pad_id: the ``[PAD]`` id (its embedding is zero and gets no gradient).
+        hidden_act: the activation of every block's MLP and of the MLM head's transform, HuggingFace's
+            ``hidden_act`` (``"gelu"``, the exact GELU, or ``"gelu_new"``, ``"gelu_fast"``, ``"relu"``, ``"swish"``,
+            ``"mish"``, ``"tanh"``, ``"sigmoid"``). Not the classifier's pooler, which is ``tanh`` as in BERT, and
+            not the convolutions' activation unless ``conv_activation="hidden_act"``.
+        conv_projections: which of ``"query"``, ``"key"``, ``"value"`` are convolutions; ``None``: the variant's
+            (``conv-key``: the key). Added to any variant's relative terms; ``[]`` makes none convolutional.
+        conv_activation: between the depthwise and pointwise steps of those convolutions: ``"auto"``, the
+            variant's (a GELU for ``conv-*-gelu``, none otherwise); ``None``; an activation name, as for
+            ``hidden_act``; or ``"hidden_act"``, the model's ``hidden_act``, as Chang et al.'s code does
+            (``ACT2FN[config.hidden_act]``, unless its ``no_act``).
+        conv_groups: ``None``, depthwise-separable convolutions; G, each is one ``nn.Conv1d`` with G groups (Chang
+            et al.'s non-depthwise convolution), which takes no activation and no depth multiplier; G divides C.
+        conv_depth_multiplier: m, depthwise output channels per input channel (m C into the pointwise step).
+        mixed_projections: the convolutions cover half of the heads, the others stay linear; ``None``: the
+            variant's (``True`` for ``conv-*-mixed``). Needs N_h ≥ 2.
+
+    Each ``conv_*`` option is one value for every convolutional projection, or a dict from projection name to its
+    own value (names left out get the layer's default: 3, ``None``, ``None``, 1, ``False``), as Chang et al. set
+    their query/key and value convolutions apart. Every field is checked here, before any weight or data exists;
+    at their defaults the model is the variant's, weight for weight.
     """
 
     vocab_size: int = 8000
@@ -118,11 +146,17 @@ class BertConfig:
     max_length: int = 128
     variant: str = "absolute"
     max_distance: int = 16
-    conv_kernel_size: int = 3
+    conv_kernel_size: int | dict[str, int] = 3
     pre_norm: bool = False
     dropout: float = 0.1
     type_vocab_size: int = 2
     pad_id: int = 0
+    hidden_act: str = "gelu"
+    conv_projections: tuple[str, ...] | None = None
+    conv_activation: str | None | dict[str, str | None] = "auto"
+    conv_groups: int | None | dict[str, int | None] = None
+    conv_depth_multiplier: int | dict[str, int] = 1
+    mixed_projections: bool | None | dict[str, bool] = None
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "hidden_dim", "depth", "num_heads", "mlp_dim", "max_length", "type_vocab_size"):
@@ -132,14 +166,23 @@ class BertConfig:
         if self.variant not in VARIANTS:
             raise ValueError(f"variant must be one of {tuple(VARIANTS)}, got {self.variant!r}")
         int_at_least("max_distance", self.max_distance, 1)
-        odd_kernel_size(self.conv_kernel_size, "conv_kernel_size")
         probability("dropout", self.dropout)
         if not 0 <= self.pad_id < self.vocab_size:
             raise ValueError(f"pad_id must be in [0, vocab_size={self.vocab_size}), got {self.pad_id!r}")
+        if isinstance(self.conv_projections, list):  # as read back from JSON
+            self.conv_projections = tuple(self.conv_projections)
+        conv_options(self, self.attention)  # checks the conv_* fields and hidden_act
 
     @property
     def attention(self) -> AttentionVariant:
+        """The variant named by ``variant`` (before the ``conv_*`` fields refine it)."""
         return VARIANTS[self.variant]
+
+    @property
+    def conv_options(self) -> dict[str, object]:
+        """The convolution arguments of each block's :class:`~attnconv.composite.CompositeAttention`: the variant's,
+        refined by the ``conv_*`` fields (:func:`attnconv.models.bert_options.conv_options`)."""
+        return conv_options(self, self.attention)
 
 
 #: Model sizes by name, ``tiny`` for tests, ``cpu-quick`` (4 layers, hidden 256, 4 heads) and ``base-small``.
@@ -151,15 +194,14 @@ BERT_SIZES: dict[str, BertConfig] = {
 
 
 def make_bert_attention(config: BertConfig) -> MultiHeadSelfAttention:
-    """One block's attention for ``config.variant``: the standard layer for plain variants, else a
-    :class:`~attnconv.composite.CompositeAttention` with the variant's terms and projections."""
-    v = config.attention
-    if v.is_plain:
+    """One block's attention for ``config.variant``: the standard layer for plain variants without convolutional
+    projections, else a :class:`~attnconv.composite.CompositeAttention` with the variant's terms and the
+    projections of ``config.conv_options``."""
+    v, conv = config.attention, config.conv_options
+    if v.is_plain and not conv["conv_projections"]:
         return MultiHeadSelfAttention(config.hidden_dim, config.num_heads, dropout=config.dropout)
     return CompositeAttention(config.hidden_dim, config.num_heads, config.max_distance, config.max_length,
-                              content=True, fixed=v.fixed, query_dynamic=v.query_dynamic,
-                              conv_projections=v.conv_projections, conv_kernel_size=config.conv_kernel_size,
-                              conv_activation=v.conv_activation, mixed_projections=v.mixed_projections,
+                              content=True, fixed=v.fixed, query_dynamic=v.query_dynamic, **conv,
                               value_conv=v.value_conv, dropout=config.dropout, query_chunk=config.max_length)
 
 
@@ -171,7 +213,7 @@ class BertBlock(nn.Module):
         self.pre_norm = config.pre_norm
         self.attn = make_bert_attention(config)
         self.norm1 = nn.LayerNorm(config.hidden_dim)
-        self.mlp = nn.Sequential(nn.Linear(config.hidden_dim, config.mlp_dim), nn.GELU(),
+        self.mlp = nn.Sequential(nn.Linear(config.hidden_dim, config.mlp_dim), Activation(config.hidden_act),
                                  nn.Linear(config.mlp_dim, config.hidden_dim))
         self.norm2 = nn.LayerNorm(config.hidden_dim)
         self.drop = nn.Dropout(config.dropout)
@@ -281,8 +323,8 @@ class BertForMaskedLM(nn.Module):
         super().__init__()
         self.config = config
         self.encoder = BertEncoder(config)
-        self.transform = nn.Sequential(nn.Linear(config.hidden_dim, config.hidden_dim), nn.GELU(),
-                                       nn.LayerNorm(config.hidden_dim))
+        c = config.hidden_dim
+        self.transform = nn.Sequential(nn.Linear(c, c), Activation(config.hidden_act), nn.LayerNorm(c))
         self.transform.apply(_init_weights)
         self.output_bias = nn.Parameter(torch.zeros(config.vocab_size))
 

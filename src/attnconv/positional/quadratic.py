@@ -21,11 +21,11 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from .._checks import NonFiniteResultError, int_tuple
+from .._checks import NonFiniteResultError, flag, int_tuple
 from ..finite import finite_checks_on
 from ..conv import kernel_shifts
 from .base import PositionalLogits, softmax_flushed
-from .signed_quadratic import SignedQuadraticEncoding, outer_sum
+from .signed_quadratic import SignedQuadraticEncoding, checked_query, outer_sum
 
 __all__ = ["QuadraticEncoding", "quadratic_features", "positional_query", "hard_logit_floor"]
 
@@ -130,7 +130,7 @@ class QuadraticEncoding(PositionalLogits):
                                  f"{torch.finfo(dtype).max:.3g}): use alpha=None for the alpha -> inf limit, or "
                                  "build the encoding under torch.set_default_dtype(torch.float64)")
             log_alpha = alpha_t.log().to(dtype)
-        if learnable and not self.hard:
+        if flag("learnable", learnable) and not self.hard:
             self.centers = nn.Parameter(centers)
             self.log_alpha = nn.Parameter(log_alpha)
         else:
@@ -212,19 +212,16 @@ class QuadraticEncoding(PositionalLogits):
                 class, which needs α > 0 in every head.
 
         Raises:
-            ValueError: ``query`` is not ``(N_h, d + 1)``, or, unless ``signed``, some ``query[:, 0]`` is not
-                negative.
+            TypeError: ``query`` is not a real tensor (or nested list of numbers), or ``signed`` or ``learnable`` is
+                not a bool.
+            ValueError: ``query`` is not ``(N_h, d + 1)`` or holds NaN or inf, or, unless ``signed``, some
+                ``query[:, 0]`` is not negative.
         """
         if not isinstance(signed, bool):
             raise TypeError(f"signed must be a bool, got {type(signed).__name__} {signed!r}")
         if signed:
-            from .signed_quadratic import SignedQuadraticEncoding
-
             return SignedQuadraticEncoding(query, learnable=learnable)
-        query = torch.as_tensor(query).detach()
-        query = query if query.is_floating_point() else query.to(torch.get_default_dtype())
-        if query.dim() != 2 or query.shape[1] < 2:
-            raise ValueError(f"query must be (N_h, d + 1) with d >= 1, got shape {tuple(query.shape)}")
+        query = checked_query(query)
         alpha = -query[:, 0]
         if not bool((alpha > 0).all()):
             raise ValueError("query[:, 0] = -alpha must be negative for every head: a Gaussian bump needs alpha > 0, "

@@ -19,11 +19,32 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from .._checks import NonFiniteResultError
+from .._checks import NonFiniteResultError, flag
 from ..finite import finite_checks_on
 from .base import PositionalLogits, softmax_flushed
 
 __all__ = ["SignedQuadraticEncoding"]
+
+
+def checked_query(query: object) -> Tensor:
+    """A positional query v as a new floating-point ``(N_h, d + 1)`` tensor, after checking it.
+
+    Raises:
+        TypeError: ``query`` is not a real tensor (or nested list of numbers).
+        ValueError: ``query`` is not ``(N_h, d + 1)`` with N_h, d ≥ 1, or holds NaN or inf.
+    """
+    try:
+        weight = torch.as_tensor(query).detach()
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise TypeError(f"query must be a real (N_h, d + 1) tensor, got {type(query).__name__}: {err}") from None
+    if weight.dtype == torch.bool or weight.is_complex():
+        raise TypeError(f"query must hold real numbers, got {weight.dtype}")
+    if weight.dim() != 2 or weight.shape[0] < 1 or weight.shape[1] < 2:
+        raise ValueError(f"query must be (N_h, d + 1) with N_h >= 1 and d >= 1, got shape {tuple(weight.shape)}")
+    weight = weight.to(weight.dtype if weight.is_floating_point() else torch.get_default_dtype()).clone()
+    if not bool(torch.isfinite(weight).all()):
+        raise ValueError(f"query must be finite (no NaN or inf), got {weight.tolist()}")
+    return weight
 
 
 def outer_sum(parts: list[Tensor], num_heads: int) -> Tensor:
@@ -55,19 +76,9 @@ class SignedQuadraticEncoding(PositionalLogits):
     """
 
     def __init__(self, query: Tensor | Sequence[Sequence[float]], learnable: bool = True) -> None:
-        try:
-            weight = torch.as_tensor(query).detach()
-        except (TypeError, ValueError, RuntimeError) as err:
-            raise TypeError(f"query must be a real (N_h, d + 1) tensor, got {type(query).__name__}: {err}") from None
-        if weight.dtype == torch.bool or weight.is_complex():
-            raise TypeError(f"query must hold real numbers, got {weight.dtype}")
-        if weight.dim() != 2 or weight.shape[0] < 1 or weight.shape[1] < 2:
-            raise ValueError(f"query must be (N_h, d + 1) with N_h >= 1 and d >= 1, got shape {tuple(weight.shape)}")
-        weight = weight.to(weight.dtype if weight.is_floating_point() else torch.get_default_dtype()).clone()
-        if not bool(torch.isfinite(weight).all()):
-            raise ValueError(f"query must be finite (no NaN or inf), got {weight.tolist()}")
+        weight = checked_query(query)
         super().__init__(weight.shape[0])
-        if learnable:
+        if flag("learnable", learnable):
             self.weight = nn.Parameter(weight)
         else:
             self.register_buffer("weight", weight)

@@ -127,11 +127,21 @@ def pretrain_bert(config: PretrainConfig, out_dir: str | os.PathLike, *, resume:
     started, load_at_start = time.perf_counter(), load_average()
     device = init_distributed(config.device).device
     with open_run(out_dir, resume, data=data_identity(data=root), required=_RESUME_KEYS,
-                  check=lambda state: resume_precision(state, config_to_dict(config), device)) as run:
+                  check=lambda state: resume_precision(with_model_defaults(state), config_to_dict(config),
+                                                       device)) as run:
         return _pretrain(config, run, device, data, root, cache_dir, on_step, started, load_at_start)
 
 
 _RESUME_KEYS = ("config", "model", "optimizer", "step", "history", "elapsed")
+
+
+def with_model_defaults(state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` with its config's ``model`` completed in place by the defaults of the :class:`BertConfig` fields
+    it lacks: a checkpoint written before a field existed trained with that field's default, so it resumes."""
+    model = state.get("config", {}).get("model")
+    if isinstance(model, dict):
+        state["config"]["model"] = {**config_to_dict(BertConfig()), **model}
+    return state
 
 
 def _pretrain(config: PretrainConfig, run: RunFolder, device: torch.device, data: PretrainData | None,
