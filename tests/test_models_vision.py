@@ -141,3 +141,42 @@ def test_bad_configs_and_inputs():
         SelfAttentionNet(TINY)(torch.randn(2, 3, 32, 32))
     with pytest.raises(ValueError, match=r"images must be \(B, H, W, 3\)"):
         ResNet(ResNetConfig(width=4))(torch.randn(2, 3, 32, 32))
+
+
+def _stream_dtypes(net: SelfAttentionNet, images: torch.Tensor) -> set[torch.dtype]:
+    """The dtypes of the residual stream: every block's input and both of its LayerNorms' outputs."""
+    seen: set[torch.dtype] = set()
+    hooks = [m.register_forward_hook(lambda _m, _i, out: seen.add(out.dtype))
+             for block in net.blocks for m in (block.norm1, block.norm2)]
+    hooks += [block.register_forward_pre_hook(lambda _m, args: seen.add(args[0].dtype)) for block in net.blocks]
+    try:
+        net(images)
+    finally:
+        for h in hooks:
+            h.remove()
+    return seen
+
+
+@pytest.mark.parametrize("kind", ["quadratic", "learned"])
+def test_residual_stream_stays_in_the_parameters_dtype_under_bf16_autocast(kind):
+    """Under bfloat16 autocast the products run in bfloat16 but the residual stream (sums and LayerNorms) stays
+    float32; a stream carried in bfloat16 made the cpu-long learned-encoding run diverge. A bfloat16 model keeps
+    its stream in bfloat16, its parameters' dtype."""
+    torch.manual_seed(0)
+    config = VisionConfig(attention=kind, hidden_dim=16, depth=2, num_heads=4, head_dim=8, mlp_dim=32)
+    net = SelfAttentionNet(config).eval()
+    images = torch.randn(2, 32, 32, 3)
+    products: list[torch.dtype] = []
+    hook = net.blocks[0].mlp[0].register_forward_hook(lambda _m, _i, out: products.append(out.dtype))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert _stream_dtypes(net, images) == {torch.float32}
+    hook.remove()
+    assert products == [torch.bfloat16], "the products themselves still run in bfloat16"
+    # the wrong variant: the embedding's bfloat16 product handed on as it is, as the model once did
+    plain = net.tokens
+    net.tokens = lambda x: plain(x).to(torch.bfloat16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert _stream_dtypes(net, images) == {torch.bfloat16}
+    del net.tokens
+    assert _stream_dtypes(net.bfloat16(), images.bfloat16()) == {torch.bfloat16}
+    assert _stream_dtypes(net.float(), images) == {torch.float32}
