@@ -192,7 +192,7 @@ def test_chapter06_equal_time_parity_claims():
     b16 = np.array([load_run(RESULTS / f"cpu-quick-sa-quadratic-bf16-s{s}").final["full_test_acc"] for s in range(3)])
     assert gain.min() > 3 * 100 * (f32 - b16).max()  # several times the per-epoch cost
     auto = resolve_precision("auto", False, torch.device("cpu"), lambda: {"speedup": plan["probe"]["speedup"]})
-    assert auto["used"] == "fp32" and "diverged" in auto["reason"]  # the repeats of the divergence, below
+    assert auto["used"] == "bf16" and "residual stream" in auto["reason"]  # the divergence's cause: the replay
 
 
 def test_chapter06_bf16_divergence_repeats():

@@ -57,12 +57,14 @@ def test_probe_measures_both_precisions_and_leaves_the_run_alone():
     assert figures["speedup"] == pytest.approx(figures["fp32_median_s"] / figures["bf16_median_s"])
 
 
-def test_auto_trains_in_float32_on_cpu_records_the_probe_and_follows_amp_on_cuda():
+def test_auto_follows_the_probe_on_cpu_records_it_and_follows_amp_on_cuda():
     fast = {"speedup": MIN_SPEEDUP + 0.5}
     slow = {"speedup": MIN_SPEEDUP - 0.05}
     choice = resolve_precision("auto", True, CPU, lambda: fast)
-    assert choice["used"] == "fp32" and choice["probe"] == fast and "1.60x" in choice["reason"]
-    assert "parity" in choice["reason"] and "at least" in choice["reason"]
+    assert choice["used"] == "bf16" and choice["probe"] == fast and "1.60x" in choice["reason"]
+    assert "parity" in choice["reason"] and "at least" in choice["reason"] and "residual stream" in choice["reason"]
+    edge = resolve_precision("auto", True, CPU, lambda: {"speedup": MIN_SPEEDUP})
+    assert edge["used"] == "bf16", "at least MIN_SPEEDUP: bf16"
     choice = resolve_precision("auto", True, CPU, lambda: slow)
     assert choice["used"] == "fp32" and choice["probe"] == slow and "below" in choice["reason"]
 
@@ -149,7 +151,7 @@ def test_auto_on_a_cpu_records_the_probe(tmp_path, monkeypatch):
     monkeypatch.setattr(vision, "probe_speed", fake_probe)
     train_vision(_config(epochs=1, precision="auto"), tmp_path / "run", data=_tiny_data())
     prov = json.loads((tmp_path / "run" / "provenance.json").read_text())
-    assert seen and prov["precision"] == {"requested": "auto", "used": "fp32", "probe": figures,
+    assert seen and prov["precision"] == {"requested": "auto", "used": "bf16", "probe": figures,
                                           "reason": prov["precision"]["reason"]}
-    assert "2.00x" in prov["precision"]["reason"]
-    assert load_checkpoint(tmp_path / "run" / "checkpoint.pt")["precision"] == "fp32"
+    assert "2.00x" in prov["precision"]["reason"] and prov["bf16_autocast"] is True
+    assert load_checkpoint(tmp_path / "run" / "checkpoint.pt")["precision"] == "bf16"

@@ -4,19 +4,22 @@ A config's ``precision`` is ``"fp32"``, ``"bf16"`` or ``"auto"``:
 
 - ``"fp32"``: every operation in float32 (TF32 matmuls on CUDA, as before).
 - ``"bf16"``: the forward and backward passes under ``torch.autocast(device, torch.bfloat16)``, on the CPU or CUDA.
-  Matmuls and convolutions run in bfloat16; the weights, their gradients, the optimiser state, the loss and every
-  attention softmax (its normaliser, :func:`attnconv.taps.softmax_fp32`) stay float32, and so do checkpoints.
+  Matmuls and convolutions run in bfloat16; the weights, their gradients, the optimiser state, the loss, the
+  attention network's residual stream and every attention softmax (its normaliser,
+  :func:`attnconv.taps.softmax_fp32`) stay float32, and so do checkpoints.
 - ``"auto"``: on CUDA, bfloat16 when the config's ``amp`` is True, else float32 (``amp`` keeps its old meaning
-  and is consulted nowhere else). On a CPU, training stays in float32, for stability. Chapter 06's parity runs
-  found bfloat16 worth its speed where it trains: at equal training time (the same CPU seconds, bfloat16 taking
-  the extra epochs its speed buys) the cpu-quick quadratic model ended about 8 points higher for every seed
-  (``benchmarks/precision_parity.py``), though at equal epochs about half a point lower. But the learned-encoding
-  model's ``cpu-long`` run diverged in bfloat16 in its third epoch, three times out of three (two seeds), at the
-  recipe's learning rate of 0.1, where float32 does not; a default must not do that. A short probe at start-up
-  (:func:`probe_speed`) still times a few interleaved forward + backward passes of the run's own model, on a batch
-  of the run's own shape, in both precisions, and its figures go into the record, so that a run says what speed
-  it left unused; ``"bf16"`` takes it knowingly. (A CPU with AVX-512 BF16 or AMX runs bfloat16 matmuls natively;
-  one without them emulates bfloat16 and is slower, so a speed-up belongs to the machine that measured it.)
+  and is consulted nowhere else). On a CPU, a short probe at start-up (:func:`probe_speed`) times a few
+  interleaved forward + backward passes of the run's own model, on a batch of the run's own shape, in both
+  precisions, and the run trains in bfloat16 when that is at least :data:`MIN_SPEEDUP` times as fast, else in
+  float32. Chapter 06's runs are the evidence: at equal training time (the same CPU seconds, bfloat16 taking the
+  extra epochs its speed buys) the cpu-quick quadratic model ended about 8 points higher in bfloat16 for every
+  seed (``benchmarks/precision_parity.py``), though at equal epochs about half a point lower. The
+  learned-encoding model's ``cpu-long`` runs diverged in bfloat16 in their third epoch (three of three), because
+  the attention network then carried its residual stream in bfloat16; replayed from the same state with the
+  stream in float32, as the network now keeps it, that epoch trains as float32 does
+  (``benchmarks/bf16_divergence.py``). (A CPU with AVX-512 BF16 or AMX runs bfloat16 matmuls natively; one
+  without them emulates bfloat16 and is slower, which is what the probe is for: a speed-up belongs to the machine
+  that measured it.)
 
 The choice and the probe's figures go into ``provenance.json`` (``precision``). A checkpoint records the precision
 its run used; a resumed run continues in it (``"auto"`` does not probe again) and a resume that asks for the other
@@ -119,11 +122,11 @@ def resolve_precision(requested: str, amp: bool, device: torch.device,
         return {"requested": "auto", "used": "bf16" if amp else "fp32", "reason": f"CUDA with amp={amp}"}
     figures = probe()
     faster = figures["speedup"] >= MIN_SPEEDUP
-    return {"requested": "auto", "used": "fp32", "probe": figures,
-            "reason": f"CPU: float32 for training, since bf16 diverged in the learned-encoding model's cpu-long "
-                      f"runs, though it reached a higher accuracy in the same time in the quadratic model's parity "
-                      f"runs; the probe measured bf16 at {figures['speedup']:.2f}x float32's speed "
-                      f"({'at least' if faster else 'below'} {MIN_SPEEDUP}x); precision='bf16' takes it"}
+    return {"requested": "auto", "used": "bf16" if faster else "fp32", "probe": figures,
+            "reason": f"CPU: the probe measured bf16 at {figures['speedup']:.2f}x float32's speed "
+                      f"({'at least' if faster else 'below'} {MIN_SPEEDUP}x), and bf16 reached a higher accuracy "
+                      f"in the same time in the quadratic model's parity runs; its divergence in the "
+                      f"learned-encoding model came from a bf16 residual stream, which the model keeps in float32"}
 
 
 def resume_precision(state: Mapping[str, Any], config: Mapping[str, Any], device: torch.device) -> dict[str, Any]:
