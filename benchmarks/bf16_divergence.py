@@ -34,6 +34,7 @@ import argparse
 import contextlib
 import copy
 import dataclasses
+import json
 import os
 import sys
 import time
@@ -47,10 +48,23 @@ from attnconv.data import load_cifar10
 from attnconv.positional.learned import LearnedRelativeEncoding2d
 from attnconv.train import named_config
 from attnconv.train.distributed import init_distributed
+from attnconv.train.provenance import git_commit
 from attnconv.train.threads import set_threads
 from attnconv.train.vision import _Data, _evaluate, _Model, _train_epoch
 
 ARMS = ("bf16-stream", "bf16", "bf16-fp32-outputs", "bf16-stream-fp32-logits", "bf16-stream-half-lr", "fp32")
+
+
+def cpu_model() -> str:
+    """The CPU's model name, as /proc/cpuinfo gives it (the platform's processor string elsewhere)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or "unknown"
 
 
 @contextlib.contextmanager
@@ -136,7 +150,7 @@ class Trace:
         if torch.is_grad_enabled():
             self.current["stream_dtype"] = str(output.dtype).replace("torch.", "")
 
-    def on_step(self, step: int, loss_of_step: list) -> None:
+    def on_step(self, step: int) -> None:
         grads = [p.grad for p in self.net.parameters() if p.grad is not None]
         row = {"step": step, **self.current,
                "grad_norm": float(torch.linalg.vector_norm(torch.stack([g.norm() for g in grads]))),
@@ -146,7 +160,7 @@ class Trace:
                 half = table.dim // 2
                 row[f"max|logit {name}|"] = float(max((table.query[:, :half] @ table.rows.T).abs().max(),
                                                       (table.query[:, half:] @ table.cols.T).abs().max()))
-        self.steps.append(row)
+        self.steps.append({k: float(f"{v:.4g}") if isinstance(v, float) else v for k, v in row.items()})
         self.current = {}
 
     def close(self) -> None:
@@ -164,10 +178,9 @@ def replay(arm: str, state: dict, config, tensors, info, epoch: int) -> dict:
     m.optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
     m.set_precision({"used": "fp32" if arm == "fp32" else "bf16"}, info.device)
     trace = Trace(m.net)
-    losses: list = []
     t0 = time.process_time()
     with patches(m.net, arm):
-        train = _train_epoch(epoch, m, tensors, arm_config, info, [], lambda s: trace.on_step(s, losses),
+        train = _train_epoch(epoch, m, tensors, arm_config, info, [], trace.on_step,
                              Path(os.devnull))
         test = _evaluate(m.model, tensors.test_x, tensors.test_y, arm_config, info, m.autocast)
     trace.close()
@@ -175,8 +188,24 @@ def replay(arm: str, state: dict, config, tensors, info, epoch: int) -> dict:
             "steps": trace.steps}
 
 
-def summarise(result: dict, spe: int) -> dict:
-    """The arm's row: where its loss first left its own running range, and its largest statistics."""
+def first_departure(steps: list[dict], reference: list[dict], factor: float = 2.0) -> dict | None:
+    """The first step at which a linear layer's largest output exceeds ``factor`` times the largest it reached in
+    ``reference`` (the float32 arm) up to that step: ``{"step", "layer", "value", "reference"}``, or None."""
+    keys = [k for k in steps[0] if k.startswith("max|") and not k.startswith("max|logit")]
+    peak = dict.fromkeys(keys, 0.0)
+    for mine, theirs in zip(steps, reference):
+        for k in keys:
+            peak[k] = max(peak[k], theirs[k])
+        grown = [k for k in keys if mine[k] > factor * peak[k]]
+        if grown:
+            k = max(grown, key=lambda k: mine[k] / peak[k])
+            return {"step": mine["step"], "layer": k[len("max|"):-1], "value": mine[k], "reference": peak[k]}
+    return None
+
+
+def summarise(result: dict, spe: int, reference: dict | None = None) -> dict:
+    """The arm's row: its epoch's loss and accuracy, its largest statistics, and (against ``reference``, the float32
+    arm) the first step at which a layer's output grew past twice float32's (:func:`first_departure`)."""
     steps = result["steps"]
     logit_keys = [k for k in steps[0] if k.startswith("max|logit")]
     act_keys = [k for k in steps[0] if k.startswith("max|") and not k.startswith("max|logit")]
@@ -185,7 +214,49 @@ def summarise(result: dict, spe: int) -> dict:
             "max_activation": max(s[k] for s in steps for k in act_keys),
             "max_grad_norm": max(s["grad_norm"] for s in steps),
             "zero_grads": 100 * max(s["zero_grad_fraction"] for s in steps),
-            "cpu_s": result["cpu_s"], "steps_per_epoch": spe}
+            "cpu_s": result["cpu_s"], "steps_per_epoch": spe,
+            "departure": first_departure(steps, reference["steps"]) if reference is not None else None}
+
+
+def write(record: dict, out: str) -> str:
+    """Write ``OUT.json`` and ``OUT.md`` from ``record`` (``meta`` and the ``arms``' traces); the rows are computed
+    here, so that ``--render`` can make them again from a record alone."""
+    meta = record["meta"]
+    results = [{**r, "steps": step_rows(r)} for r in record["arms"]]
+    reference = next((r for r in results if r["arm"] == "fp32"), None)
+    rows = [summarise(r, meta["steps_per_epoch"], reference) for r in results]
+    for row in rows:
+        d = row["departure"]
+        row["departs"] = "never" if d is None else f"step {d['step']}: {d['layer']} ({d['value']:.0f} vs {d['reference']:.0f})"
+    text = write_record(out, {"meta": meta, "rows": rows, "arms": results},
+                        title="Why the learned-encoding model diverged in bfloat16",
+                        note=(f"The `{meta['config']}` `{meta['model']}` run (seed {meta['seed']}) trained for "
+                              f"{meta['start_epochs']} epochs in bfloat16 as it did (the residual stream in "
+                              f"bfloat16), then epoch {meta['start_epochs'] + 1} replayed from that one state per arm, "
+                              f"on {meta['train_images']:,} training images and {meta['test_images']:,} test images, "
+                              "one thread. `departs`: the first step (global) at which a linear layer's largest "
+                              "output exceeded twice the largest the float32 arm's had reached by then."),
+                        columns=[("arm", "{arm}"), ("train loss", "{train_loss:.3f}"),
+                                 ("test acc (%)", "{test_acc:.1f}"), ("max abs positional logit", "{max_logit:.1f}"),
+                                 ("max abs linear output", "{max_activation:.1f}"),
+                                 ("max grad norm", "{max_grad_norm:.2f}"), ("zero grads (max %)", "{zero_grads:.3f}"),
+                                 ("departs", "{departs}"), ("CPU (s)", "{cpu_s:.0f}")],
+                        rows=rows)
+    # the per-step traces (about 17 numbers a step) make the record large: stored by column, without spaces
+    json_path = Path(out).with_suffix(".json")
+    data = json.loads(json_path.read_text())
+    for arm in data["arms"]:
+        arm["steps"] = {k: [step.get(k) for step in arm["steps"]] for k in arm["steps"][0]}
+    json_path.write_text(json.dumps(data, separators=(",", ":")) + "\n")
+    return text
+
+
+def step_rows(arm: dict) -> list[dict]:
+    """An arm's per-step trace as a list of dicts, whether it is stored by column (a record) or by step."""
+    steps = arm["steps"]
+    if isinstance(steps, list):
+        return steps
+    return [dict(zip(steps, values)) for values in zip(*steps.values())]
 
 
 def main() -> None:
@@ -199,7 +270,11 @@ def main() -> None:
     parser.add_argument("--state", default=None, help="file for the state after the start epochs (reused if there)")
     parser.add_argument("--record", default="results/benchmarks/bf16_divergence")
     parser.add_argument("--data", default=os.environ.get("ATTNCONV_DATA"))
+    parser.add_argument("--render", action="store_true", help="only write RECORD.md (and the rows) from RECORD.json")
     args = parser.parse_args()
+    if args.render:
+        print(write(json.loads(Path(args.record).with_suffix(".json").read_text()), args.record))
+        return
     if args.start_epochs < 0:
         sys.exit(f"--start-epochs must be >= 0, got {args.start_epochs}")
     config = dataclasses.replace(named_config(args.config), model=args.model, seed=args.seed, precision="bf16", threads=1,
@@ -237,23 +312,10 @@ def main() -> None:
         results.append(replay(arm, state, config, tensors, info, args.start_epochs))
         r = results[-1]
         print(f"{arm}: loss {r['train_loss']:.4f}, test {r['test_acc']:.4f}, {r['cpu_s']:.0f} s CPU", flush=True)
-    rows = [summarise(r, tensors.steps_per_epoch) for r in results]
-    meta = {**machine(), "model": args.model, "config": args.config, "seed": args.seed,
+    meta = {**machine(), "cpu": cpu_model(), **git_commit(), "model": args.model, "config": args.config, "seed": args.seed,
             "start_epochs": args.start_epochs, "train_images": len(tensors.train_x), "test_images": len(tensors.test_x),
-            "data": data.description, "history": history}
-    write_record(args.record, {"meta": meta, "rows": rows, "arms": results},
-                 title="Why the learned-encoding model diverges in bfloat16",
-                 note=(f"The `{args.config}` `{args.model}` run (seed {args.seed}) trained for {args.start_epochs} "
-                       f"epochs in bfloat16 as the trainer does, then epoch {args.start_epochs + 1} replayed from "
-                       f"that one state per arm, on {len(tensors.train_x):,} training images and "
-                       f"{len(tensors.test_x):,} test images, one thread."),
-                 columns=[("arm", "{arm}"), ("train loss", "{train_loss:.3f}"), ("test acc (%)", "{test_acc:.1f}"),
-                          ("max abs positional logit", "{max_logit:.1f}"),
-                          ("max abs linear output", "{max_activation:.1f}"),
-                          ("max grad norm", "{max_grad_norm:.2f}"), ("zero grads (max %)", "{zero_grads:.3f}"),
-                          ("CPU (s)", "{cpu_s:.0f}")],
-                 rows=rows)
-
+            "steps_per_epoch": tensors.steps_per_epoch, "data": data.description, "history": history}
+    print(write({"meta": meta, "arms": results}, args.record))
 
 if __name__ == "__main__":
     main()
