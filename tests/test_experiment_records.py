@@ -314,3 +314,55 @@ def test_chapter07_cpu_mini_composite_loses_on_subj():
     assert acc == {"absolute": 76.6, "composite": 73.6}
     gap, spread = acc["absolute"] - acc["composite"], 100 * sum(f["test_acc_std"] for f in subj.values())
     assert gap > 100 * max(f["test_acc_std"] for f in subj.values()) and abs(gap - spread) < 0.1
+
+
+def _divergence_script():
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(RESULTS.parent / "benchmarks"))
+    try:
+        return importlib.import_module("bf16_divergence")
+    finally:
+        sys.path.pop(0)
+
+
+def test_chapter06_bf16_divergence_replay():
+    """Chapter 06, 'Why it diverged': replayed from the diverged run's state, only the arms whose residual stream is
+    bfloat16 diverge; the stream in float32 trains the epoch as float32 does; nothing overflows."""
+    replay = json.loads((RESULTS / "benchmarks" / "bf16_divergence.json").read_text())
+    rows = {r["arm"]: r for r in replay["rows"]}
+    assert set(rows) == {"bf16-stream", "bf16", "bf16-fp32-outputs", "bf16-stream-fp32-logits", "bf16-stream-half-lr",
+                         "fp32"}
+    rerun = [json.loads(line) for line in
+             (RESULTS / "cpu-long-sa-learned-bf16" / "rerun-s0" / "metrics.jsonl").read_text().splitlines() if line]
+    assert [h["train_loss"] for h in replay["meta"]["history"]] == [e["train_loss"] for e in rerun[:2]]
+    assert rows["bf16-stream"]["train_loss"] == rerun[2]["train_loss"]
+    start = replay["meta"]["history"][-1]["train_loss"]
+    assert {a for a, r in rows.items() if r["train_loss"] > 2 * start} == {"bf16-stream", "bf16-stream-fp32-logits"}
+    assert {a for a, r in rows.items() if r["train_loss"] < start} == {"bf16", "bf16-fp32-outputs",
+                                                                        "bf16-stream-half-lr", "fp32"}
+    for arm in ("bf16", "bf16-fp32-outputs"):
+        assert abs(rows[arm]["train_loss"] - rows["fp32"]["train_loss"]) < 0.01
+        assert abs(rows[arm]["test_acc"] - rows["fp32"]["test_acc"]) < 1.5
+    assert rows["bf16-stream-half-lr"]["test_acc"] < rows["bf16"]["test_acc"] - 3
+    assert max(r["max_activation"] for r in rows.values()) < 1e3 and max(r["zero_grads"] for r in rows.values()) < 0.1
+    assert rows["bf16-stream"]["departure"]["layer"] == "head" and rows["bf16"]["departure"] is None
+
+
+def test_the_replay_record_rows_are_its_traces():
+    """The rows of the replay record are made again from its per-step traces (``--render``'s summary), and the
+    departure test finds a planted growth and nothing in a trace equal to its reference."""
+    script = _divergence_script()
+    replay = json.loads((RESULTS / "benchmarks" / "bf16_divergence.json").read_text())
+    arms = [{**a, "steps": script.step_rows(a)} for a in replay["arms"]]
+    reference = next(a for a in arms if a["arm"] == "fp32")
+    again = [script.summarise(a, replay["meta"]["steps_per_epoch"], reference) for a in arms]
+    for row, made in zip(replay["rows"], again):
+        assert {k: made[k] for k in made} == {k: row[k] for k in made}
+    steps = reference["steps"]
+    assert script.first_departure(steps, steps) is None
+    planted = [dict(s) for s in steps]
+    planted[100] = {**planted[100], "max|blocks.1.mlp.2|": 3 * max(s["max|blocks.1.mlp.2|"] for s in steps)}
+    found = script.first_departure(planted, steps)
+    assert found["step"] == steps[100]["step"] and found["layer"] == "blocks.1.mlp.2"
