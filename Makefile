@@ -72,9 +72,12 @@ book: $(STAMP) $(VENDOR)/.complete
 # and time limits, and the build executes one chapter at a time, so together they keep both cores busy; the
 # library tests and nbval, which keep two workers busy each, follow as the first two end. The sub-make takes the
 # environment as it is (-o $(STAMP)): this make has just brought it up to date.
+# The claims ledger runs once per `make test`: the book's ledger page and tests/test_claims.py share it through a
+# folder of this run's own (ATTNCONV_LEDGER_CACHE, see attnconv.claims.ledger), whichever of them gets there first.
 TEST_JOBS ?= 2
 test: $(STAMP)
-	@$(MAKE) --no-print-directory -j$(TEST_JOBS) -Otarget -o $(STAMP) test-course test-book test-lib test-notebooks
+	@ledger="$$(mktemp -d)" && trap 'rm -rf "$$ledger"' EXIT && ATTNCONV_LEDGER_CACHE="$$ledger" \
+	  $(MAKE) --no-print-directory -j$(TEST_JOBS) -Otarget -o $(STAMP) test-course test-book test-lib test-notebooks
 
 # pytest-xdist: XDIST="-n 2" runs two workers (the default: a 2-core machine's both cores); XDIST= runs serially.
 # Under `make test` two stages run at once, so their workers share the cores (tests/conftest.py sizes torch's threads
