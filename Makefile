@@ -88,10 +88,11 @@ XDIST ?= -n 2
 test-lib: $(STAMP) browser
 	$(BIN)/python -m pytest tests --ignore=tests/book --ignore=tests/course -q $(XDIST)
 
-# Every chapter runs twice in `make test`: with whatever data is there in test-book's build (FRESH=1: a clean kernel
-# per chapter, and with -W a cell that raises fails the build, which is what nbval checks), and here as a reader
-# without any data sees it (no $$ATTNCONV_DATA, an empty cache folder), so that the stand-in branches and the
-# committed-results fallbacks run on every CI too. NBVAL_DATA=1 adds nbval's own run with the data.
+# Every chapter runs in `make test` with whatever data is there in test-book's build (FRESH=1: a clean kernel per
+# chapter, and with -W a cell that raises fails the build, which is what nbval checks), and here as a reader without
+# any data sees it (no $$ATTNCONV_DATA, an empty cache folder), so that the stand-in branches and the
+# committed-results fallbacks run on every CI too. NBVAL_DATA=1 adds nbval's own run with the data. (test-course
+# runs each chapter once more, in the grader's sandbox: that run is the grading, see there.)
 test-notebooks: $(STAMP)
 	$(if $(NBVAL_DATA),$(BIN)/python -m pytest --nbval-lax --nbval-current-env notebooks -q \
 	  $(if $(XDIST),$(XDIST) --dist loadfile))
@@ -104,9 +105,10 @@ test-book: FRESH = 1
 test-book: book browser
 	$(BIN)/python -m pytest tests/book -q
 
-# Both editions of every chapter, executed and graded: full marks for the worked one, zero for the student one.
-# loadgroup: the cheats, which share one grading of their baseline, run on one worker (tests/conftest.py
-# hands out the longest tests first).
+# The worked edition of every chapter, executed in the grader's sandbox and graded to full marks (the CIFAR-10
+# chapters 04 and 06 without the data sets, as the autograder grades them: test-book runs them with the data), and
+# the untouched student editions of chapters 01 and 05 graded to zero. loadgroup: the cheats, which share one
+# grading of their baseline, run on one worker (tests/conftest.py hands out the longest tests first).
 test-course: $(STAMP)
 	$(BIN)/python -m pytest tests/course -q $(if $(XDIST),$(XDIST) --dist loadgroup)
 
