@@ -68,13 +68,18 @@ book: $(STAMP) $(VENDOR)/.complete
 	  $(BIN)/jupyter-book build -W -n --keep-going $$all . && mv $(DATA_STAMP).new $(DATA_STAMP)
 
 # The four stages, two at a time (TEST_JOBS=1: one after another), each one's output printed whole when it ends.
-# The course's tests and the book build start first: the grader's tests spend much of their time waiting on kernels
-# and time limits, and the build executes one chapter at a time, so together they keep both cores busy; the
-# library tests and nbval, which keep two workers busy each, follow as the first two end. The sub-make takes the
-# environment as it is (-o $(STAMP)): this make has just brought it up to date.
+# The course's tests and nbval start first: the grader's tests spend much of their time waiting on kernels and time
+# limits, which nbval's two workers fill. The book build, which executes one chapter at a time, follows when the
+# first of them ends, and the library tests, which keep two workers busy to the end, when the second does. MathJax
+# and the browser are made ready before, so that make starts the stages in this order whatever is already built.
+# The sub-make takes the environment as it is (-o $(STAMP)): this make has just brought it up to date.
+# The claims ledger runs once per `make test`: the book's ledger page and tests/test_claims.py share it through a
+# folder of this run's own (ATTNCONV_LEDGER_CACHE, see attnconv.claims.ledger), whichever of them gets there first.
 TEST_JOBS ?= 2
 test: $(STAMP)
-	@$(MAKE) --no-print-directory -j$(TEST_JOBS) -Otarget -o $(STAMP) test-course test-book test-lib test-notebooks
+	@$(MAKE) --no-print-directory -o $(STAMP) assets browser
+	@ledger="$$(mktemp -d)" && trap 'rm -rf "$$ledger"' EXIT && ATTNCONV_LEDGER_CACHE="$$ledger" \
+	  $(MAKE) --no-print-directory -j$(TEST_JOBS) -Otarget -o $(STAMP) test-course test-notebooks test-book test-lib
 
 # pytest-xdist: XDIST="-n 2" runs two workers (the default: a 2-core machine's both cores); XDIST= runs serially.
 # Under `make test` two stages run at once, so their workers share the cores (tests/conftest.py sizes torch's threads
@@ -85,10 +90,11 @@ XDIST ?= -n 2
 test-lib: $(STAMP) browser
 	$(BIN)/python -m pytest tests --ignore=tests/book --ignore=tests/course -q $(XDIST)
 
-# Every chapter runs twice in `make test`: with whatever data is there in test-book's build (FRESH=1: a clean kernel
-# per chapter, and with -W a cell that raises fails the build, which is what nbval checks), and here as a reader
-# without any data sees it (no $$ATTNCONV_DATA, an empty cache folder), so that the stand-in branches and the
-# committed-results fallbacks run on every CI too. NBVAL_DATA=1 adds nbval's own run with the data.
+# Every chapter runs in `make test` with whatever data is there in test-book's build (FRESH=1: a clean kernel per
+# chapter, and with -W a cell that raises fails the build, which is what nbval checks), and here as a reader without
+# any data sees it (no $$ATTNCONV_DATA, an empty cache folder), so that the stand-in branches and the
+# committed-results fallbacks run on every CI too. NBVAL_DATA=1 adds nbval's own run with the data. (test-course
+# runs each chapter once more, in the grader's sandbox: that run is the grading, see there.)
 test-notebooks: $(STAMP)
 	$(if $(NBVAL_DATA),$(BIN)/python -m pytest --nbval-lax --nbval-current-env notebooks -q \
 	  $(if $(XDIST),$(XDIST) --dist loadfile))
@@ -101,9 +107,10 @@ test-book: FRESH = 1
 test-book: book browser
 	$(BIN)/python -m pytest tests/book -q
 
-# Both editions of every chapter, executed and graded: full marks for the worked one, zero for the student one.
-# loadgroup: the cheats, which share one grading of their baseline, run on one worker (tests/conftest.py
-# hands out the longest tests first).
+# The worked edition of every chapter, executed in the grader's sandbox and graded to full marks (the CIFAR-10
+# chapters 04 and 06 without the data sets, as the autograder grades them: test-book runs them with the data), and
+# the untouched student editions of chapters 01 and 05 graded to zero. loadgroup: the cheats, which share one
+# grading of their baseline, run on one worker (tests/conftest.py hands out the longest tests first).
 test-course: $(STAMP)
 	$(BIN)/python -m pytest tests/course -q $(if $(XDIST),$(XDIST) --dist loadgroup)
 

@@ -37,23 +37,24 @@ def _process_wide_torch_state():
 
 # Under pytest-xdist the order in which tests are handed to the workers sets a stage's time when a few tests are
 # long: the course's longest tests (tests/course, where each grading runs a kernel) start first, in their order in
-# --durations on two cores, so that the workers finish together instead of one grading chapter 04 alone at the end.
+# --durations on two cores, so that the workers finish together instead of one grading a chapter alone at the end.
 # Everything else keeps its place (a stable sort). The course's one module-scoped fixture, the cheats' baseline, is
 # not split: the cheats stay together, after these. The library tests keep their file order: run after other
 # files' tests in the same worker, test_cli_robustness.py's Ctrl-C check failed once, so moving them waits until
 # that order dependence is found.
 LONGEST_FILES_FIRST: tuple[str, ...] = ()  # files (relative to tests/) to move whole, keeping module fixtures whole
 LONGEST_TESTS_FIRST = (
-    "test_worked_edition_gets_full_marks[04_",
     "test_a_folder_with_attackers_grades_everyone_as_if_they_were_not_there",
+    "test_worked_edition_gets_full_marks[04_",
     "test_worked_edition_gets_full_marks[06_",
     "test_total_time_holds_while_a_cell_ignores_interrupts",
     "test_worked_edition_gets_full_marks[03_",
-    "test_worked_edition_gets_full_marks[05_",
-    "test_untouched_student_edition_gets_zero",
     "test_worked_edition_gets_full_marks[07_",
+    "test_worked_edition_gets_full_marks[05_",
     "test_a_folder_grades_into_a_gradebook",
+    "test_untouched_student_edition_gets_zero",
     "test_a_cell_that_raises_or_loops",
+    "test_gradescope_autograder_runs",
     "test_memory_is_limited",
 )
 _TESTS = Path(__file__).resolve().parent

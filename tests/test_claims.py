@@ -108,3 +108,31 @@ def test_the_ledger_lists_every_class_of_variant():
         for label, fragments in expected.items():
             for fragment in fragments:
                 assert any(fragment in d for d in listed[label]), (label, fragment)
+
+
+def test_a_shared_ledger_runs_once_and_again_when_the_source_changes(tmp_path, monkeypatch):
+    """``$ATTNCONV_LEDGER_CACHE``: the book page and these tests read one run (``make test``), not a stale one."""
+    from dataclasses import replace
+
+    import attnconv.claims.ledger as ledger
+
+    runs = []
+    claim = next(c for c in CLAIMS if c.label == "composite")
+
+    def proof():
+        runs.append(1)
+        return claim.proof()
+
+    counted = (replace(claim, proof=proof),)
+    first = ledger._shared_run(tmp_path, counted)
+    second = ledger._shared_run(tmp_path, counted)
+    assert len(runs) == 1 and [r.ok for r in second] == [r.ok for r in first] == [True]
+    assert second[0].claim is counted[0] and repr(second[0].result) == repr(first[0].result)
+    assert second[0].seconds == first[0].seconds  # the first run's times, read back
+    monkeypatch.setattr(ledger, "_source_key", lambda: "another-version-of-the-library")
+    ledger._shared_run(tmp_path, counted)
+    assert len(runs) == 2
+    with pytest.raises(RuntimeError, match="other claims"):
+        ledger._shared_run(tmp_path, CLAIMS[:2])
+    monkeypatch.setenv(ledger.LEDGER_CACHE, str(tmp_path / "unused"))
+    assert len(run_ledger(counted)) == 1 and not (tmp_path / "unused").exists()  # a chosen subset always runs

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import time
 from pathlib import Path
 
@@ -167,12 +168,16 @@ def test_the_sandbox_has_no_network_and_writes_only_its_scratch_folder(tmp_path)
              f"open({str(tmp_path / 'outside')!r}, 'w')  # /tmp is the sandbox's own, empty and private\n"
              "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=3)\n    print('network')\n"
              "except OSError:\n    pass\n"
-             "print('uid', os.getuid())\n")
+             "print('uid', os.getuid())\n"
+             "data = os.environ.get('ATTNCONV_DATA')\n"
+             "print('data', sorted(os.listdir(data)) if data else None)\n")
     cmd = isolation.command([sys.executable, "-c", probe], scratch, clean_env({}), Limits())
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, start_new_session=True)
     assert out.returncode == 0, out.stderr
     assert "wrote" not in out.stdout and "network" not in out.stdout, out.stdout
     assert "uid 65534" in out.stdout
+    data = os.environ.get("ATTNCONV_DATA")  # a grading with the data sets reads them through the sandbox
+    assert f"data {sorted(os.listdir(data)) if data else None}" in out.stdout, out.stdout
     assert (scratch / "ok").read_text() == "ok" and not (tmp_path / "outside").exists() and not real.exists()
 
 

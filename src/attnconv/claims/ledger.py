@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import os
+import pickle
 import re
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -12,8 +17,12 @@ from typing import Callable
 from ..proofs import ProofResult
 from ..proofs.result import SCOPES
 
-__all__ = ["CH01", "CH03", "CH05", "Claim", "LedgerRow", "Variant", "immediate_general_steps", "missing_checks",
-           "run_ledger", "scope_counts"]
+__all__ = ["CH01", "CH03", "CH05", "LEDGER_CACHE", "Claim", "LedgerRow", "Variant", "immediate_general_steps",
+           "missing_checks", "run_ledger", "scope_counts"]
+
+# A folder where the whole ledger's run is kept and shared, keyed on the library's source (``make test`` sets it,
+# so that the book's ledger page and tests/test_claims.py read one run instead of running every proof twice).
+LEDGER_CACHE = "ATTNCONV_LEDGER_CACHE"
 
 CH01 = "notebooks/01_convolution_as_shifts.md"
 CH03 = "notebooks/03_attention_can_express_convolution.md"
@@ -102,10 +111,21 @@ def missing_checks(claim: Claim, root: Path | str = ".") -> list[str]:
 
 def run_ledger(claims: tuple[Claim, ...] | None = None) -> list[LedgerRow]:
     """Run every claim's proof and all its variants (all of ``attnconv.claims.CLAIMS`` by default), timing the
-    proof and the variants."""
+    proof and the variants.
+
+    When ``$ATTNCONV_LEDGER_CACHE`` names a folder, the whole ledger (``claims=None``) runs once per version of the
+    library's source, SymPy and Python: the first process to ask runs it and keeps the outcome there, any other
+    process waits for it and reads it (the rows then carry the first run's times)."""
     if claims is None:
         from . import CLAIMS
+        folder = os.environ.get(LEDGER_CACHE)
+        if folder:
+            return _shared_run(Path(folder), CLAIMS)
         claims = CLAIMS
+    return _run(claims)
+
+
+def _run(claims: tuple[Claim, ...]) -> list[LedgerRow]:
     rows = []
     for claim in claims:
         start = time.perf_counter()
@@ -115,6 +135,39 @@ def run_ledger(claims: tuple[Claim, ...] | None = None) -> list[LedgerRow]:
         true = tuple((d, f().verified) for d, f in claim.true_variants)
         rows.append(LedgerRow(claim, result, false, true, seconds, time.perf_counter() - start - seconds))
     return rows
+
+
+def _source_key() -> str:
+    """A hash of every Python file of the library (the proofs and all they import from it), SymPy's version and
+    Python's: what the ledger's outcome depends on."""
+    import sympy
+
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256(f"{sys.version}\n{sympy.__version__}\n".encode())
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:32]
+
+
+def _shared_run(folder: Path, claims: tuple[Claim, ...]) -> list[LedgerRow]:
+    """The whole ledger, run once into ``folder`` (under a lock, written atomically) and read back from there."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"ledger-{_source_key()}.pickle"
+    with open(folder / "ledger.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when the run raises
+        if not path.exists():
+            rows = _run(claims)
+            kept = [(r.claim.label, r.result, r.false_rejected, r.true_verified, r.seconds, r.variant_seconds)
+                    for r in rows]
+            partial = path.with_suffix(f".{os.getpid()}.tmp")
+            partial.write_bytes(pickle.dumps(kept))
+            os.replace(partial, path)
+            return rows
+        kept = pickle.loads(path.read_bytes())
+    by_label = {claim.label: claim for claim in claims}
+    if [label for label, *_ in kept] != list(by_label):
+        raise RuntimeError(f"{path} holds a ledger of other claims than attnconv.claims.CLAIMS")
+    return [LedgerRow(by_label[label], *outcome) for label, *outcome in kept]
 
 
 def scope_counts(rows: list[LedgerRow]) -> dict[str, int]:
