@@ -218,3 +218,25 @@ def test_training_roofline_record_derives_its_shares_from_its_timings():
         assert weights["flops"] == rows[f"sa-quadratic/{precision}/1"]["flops"] > weights["weight_flops"]
         assert math.isclose(weights["share_bound"], bound, rel_tol=1e-9) and bound > share["sa-quadratic"]
         assert math.isclose(summary["share_ratio_bound"], bound / share["resnet18"], rel_tol=1e-9)
+
+
+def test_training_roofline_record_times_the_official_model_on_the_same_weights():
+    """The official model's dense attention, at cpu-quick width (batch 100) and paper width (batch 8), beside
+    attnconv's step on the same model: the same FLOPs, and the summary's speed-ups are the rows' time ratios."""
+    import json
+    from pathlib import Path
+
+    record = json.loads((Path(__file__).resolve().parents[1] / "results" / "benchmarks" /
+                         "training_roofline.json").read_text())
+    rows, official = {r["case"]: r for r in record["rows"]}, record["summary"]["official"]
+    for precision in ("fp32", "bf16"):
+        for width, fast_case, batch in (("cpu-quick", f"sa-quadratic/{precision}/1", 100),
+                                        ("paper", f"sa-quadratic/{precision}/1/paper", 8)):
+            fast, theirs = rows[fast_case], rows[fast_case + "/official"]
+            assert theirs["path"] == "official" and fast["path"] == "fast"
+            assert theirs["cost"] == fast["cost"] and theirs["batch"] == batch  # the same model and batch
+            entry = official[f"{precision}/{width}"]
+            assert math.isclose(entry["speedup_over_official"], theirs["cpu_s"] / fast["cpu_s"], rel_tol=1e-9)
+            assert math.isclose(entry["official_img_per_s"], batch / theirs["cpu_s"], rel_tol=1e-9)
+    paper = rows["sa-quadratic/fp32/1/paper"]["cost"]
+    assert paper["params"] > 10 * rows["sa-quadratic/fp32/1"]["cost"]["params"], "the paper's width, not cpu-quick's"
