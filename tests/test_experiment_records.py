@@ -366,3 +366,25 @@ def test_the_replay_record_rows_are_its_traces():
     planted[100] = {**planted[100], "max|blocks.1.mlp.2|": 3 * max(s["max|blocks.1.mlp.2|"] for s in steps)}
     found = script.first_departure(planted, steps)
     assert found["step"] == steps[100]["step"] and found["layer"] == "blocks.1.mlp.2"
+
+
+@pytest.mark.parametrize("name", ["sa-quadratic", "sa-learned"])
+def test_chapter06_bf16_long_runs(name):
+    """Chapter 06's answer box and curves: the cpu-long recipe in bfloat16 for 26 epochs, from committed code, with
+    nothing else changed, finished on all 10,000 test images; the quadratic model at 80.1%."""
+    from attnconv.train import named_config
+    from attnconv.train.runs import config_to_dict
+
+    folder = RESULTS / f"cpu-long-bf16-{name}"
+    if name == "sa-learned" and not (folder / "final.json").is_file():
+        pytest.skip("the learned-encoding run is not committed")
+    run = load_run(folder)
+    base, config = config_to_dict(named_config("cpu-long", name)), run.provenance["config"]
+    assert [k for k in base if k not in ("precision", "epochs", "threads", "progress") and base[k] != config[k]] == []
+    assert config["epochs"] == run.final["epochs"] == 26 and not run.final["stopped_early"]
+    assert run.provenance["precision"]["used"] == "bf16" and not run.provenance["dirty"]
+    assert run.final["full_test_images"] == 10_000 and not (folder / "checkpoint.pt").exists()
+    float32 = load_run(RESULTS / f"cpu-long-{name}").final["full_test_acc"]
+    assert run.final["full_test_acc"] > float32 + 0.05, "26 bfloat16 epochs beat 12 float32 ones"
+    if name == "sa-quadratic":
+        assert round(100 * run.final["full_test_acc"], 1) == 80.1
