@@ -45,6 +45,17 @@ def test_points_pair_runs_of_one_model_and_recipe():
         learning_curve([quick], reference="cpu-long")
 
 
+def test_a_record_older_than_an_option_pairs_with_one_at_its_default():
+    """A run recorded before ``hidden_act`` existed had its default, so it shares a curve with a newer run that
+    records ``"gelu"``; a newer run with another activation does not."""
+    old, new = _pre("old", "cpu-quick", 1500), _pre("new", "cpu-longer", 8000)
+    new.provenance["config"]["model"].update(hidden_act="gelu", conv_projections=None)
+    other = _pre("other", "cpu-longer", 8000)
+    other.provenance["config"]["model"]["hidden_act"] = "gelu_new"
+    runs = [old, new, other] + [_ft(r, "mr", [0.6]) for r in (old, new, other)]
+    assert [p.pretraining for p in learning_curve(runs)] == ["old", "new"]
+
+
 def _point(tokens, acc):
     return CurvePoint("absolute", "mr", tokens, tokens // 2048, acc, 0.01, 3, "x", "cpu-quick")
 
@@ -77,16 +88,16 @@ def test_extrapolation_statement_says_what_the_fit_implies():
         extrapolation_statement([_point(10**6, 0.6), CurvePoint("fixed", "mr", 10**7, 1, 0.6, 0, 1, "y", "c")], 0.7)
 
 
-def test_committed_runs_give_two_budgets_for_the_long_variants():
+def test_committed_runs_give_three_budgets_for_the_long_variants():
     runs = load_bert_runs(RESULTS)
     points = learning_curve(runs)
-    assert points and all(p.config in ("cpu-quick", "cpu-long") for p in points)
+    assert points and all(p.config in ("cpu-quick", "cpu-long", "cpu-longer") for p in points)
     quick = [p for p in points if p.config == "cpu-quick"]
     assert {p.tokens for p in quick} == {1500 * 32 * 64}
     for variant in ("composite-noabs", "absolute"):
         for task in ("mr", "subj", "rte"):
             budgets = {p.tokens for p in points if p.variant == variant and p.task == task}
-            assert budgets == {1500 * 32 * 64, 4000 * 32 * 64}, (variant, task)
+            assert budgets == {1500 * 32 * 64, 4000 * 32 * 64, 8000 * 32 * 64}, (variant, task)
     assert all(p.pretraining.startswith("bert-cpu-") for p in points)
     fig = plot_learning_curve(points, {"mr": 0.7, "subj": 0.85, "rte": 0.55}, ("mr", "subj", "rte"))
     assert len(fig.axes) == 3 and fig.axes[0].get_xscale() == "log"

@@ -12,12 +12,13 @@ is an assumption about the trend, stated as such: with two budgets it is the lin
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..models.bert import BertConfig
 from .results import BertRun
 
 __all__ = ["CurvePoint", "LogLinearFit", "extrapolation_statement", "learning_curve", "loglinear_fit",
@@ -45,9 +46,13 @@ class CurvePoint:
     config: str  # its named config
 
 
+_MODEL_DEFAULTS = {f.name: f.default for f in fields(BertConfig)}
+
+
 def _model_key(run: BertRun) -> tuple:
-    """Model sizes of a pretraining run, without the attention variant: points must share them."""
-    m = dict(run.provenance["config"]["model"])
+    """Model sizes of a pretraining run, without the attention variant: points must share them. A field the
+    record lacks (it predates the option) takes :class:`BertConfig`'s default, which the run then had."""
+    m = {**_MODEL_DEFAULTS, **run.provenance["config"]["model"]}
     m.pop("variant", None)
     return tuple(sorted((k, str(v)) for k, v in m.items()))
 
