@@ -242,7 +242,8 @@ def test_chapter07_long_pretraining_runs():
             assert l.provenance["precision"]["used"] == "bf16"
             assert BertConfig(**l.provenance["model_config"]) == BertConfig(**q.provenance["model_config"])
         assert q.provenance["config"].get("precision", "fp32") == "fp32"
-        assert tuple(round(pre[c, variant].final["val_loss"], 2) for c in ("cpu-quick", "cpu-long", "cpu-longer")) == expected
+        configs = ("cpu-quick", "cpu-long", "cpu-longer")
+        assert tuple(round(pre[c, variant].final["val_loss"], 2) for c in configs) == expected
 
 
 def test_chapter07_third_budget_tests_the_two_point_forecast():

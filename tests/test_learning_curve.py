@@ -84,6 +84,8 @@ def test_extrapolation_statement_says_what_the_fit_implies():
     assert "at about" in slow and "e+" not in slow and "T tokens" in slow and "times the largest" in slow
     level = extrapolation_statement([_point(10**6, 0.60), _point(10**7, 0.7003)], 0.70)
     assert "level with the baseline (70.0%)" in level and "points above" not in level and "would reach" not in level
+    flat = extrapolation_statement([_point(10**6, 0.5300), _point(10**7, 0.5296)], 0.56)
+    assert "gains 0.0 points per tenfold" in flat and "-0.0" not in flat, flat
     with pytest.raises(ValueError, match="one variant and one task"):
         extrapolation_statement([_point(10**6, 0.6), CurvePoint("fixed", "mr", 10**7, 1, 0.6, 0, 1, "y", "c")], 0.7)
 

@@ -126,6 +126,11 @@ def _times(x: float) -> str:
     return f"{x:.3g}" if x < 1000 else f"{float(f'{x:.3g}'):,.0f}"
 
 
+def _signed(x: float) -> str:
+    """+2.7, -0.4, and 0.0 for what rounds to zero (not -0.0)."""
+    return "0.0" if round(x, 1) == 0 else f"{x:+.1f}"
+
+
 def extrapolation_statement(points: Sequence[CurvePoint], baseline: float, baseline_name: str = "the baseline") -> str:
     """Where the points of one variant and task head, in one or two sentences.
 
@@ -148,7 +153,7 @@ def extrapolation_statement(points: Sequence[CurvePoint], baseline: float, basel
     fit = loglinear_fit(points)
     first = min(points, key=lambda p: p.tokens)
     trend = (f"{where}, from {100 * first.acc_mean:.1f}% at {_tokens(first.tokens)}: a log-linear fit over "
-             f"{fit.budgets} budgets gains {100 * fit.per_decade:+.1f} points per tenfold more tokens")
+             f"{fit.budgets} budgets gains {_signed(100 * fit.per_decade)} points per tenfold more tokens")
     if gap <= 0:
         return trend + "."
     cross = fit.tokens_for(baseline)
