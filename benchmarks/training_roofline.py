@@ -277,6 +277,7 @@ def main() -> None:
     args = parser.parse_args()
 
     load_before = list(os.getloadavg())
+    code = git_commit()  # before the first round rewrites the tracked record, which would read as a dirty tree
     cases: dict[str, tuple[Timer, dict]] = {}
     for threads in args.threads:
         for precision, dtype in DTYPES.items():
@@ -337,12 +338,13 @@ def main() -> None:
         for label, (timer, _) in cases.items():
             timer.once()
         print(f"round {r + 1}/{args.rounds} done, load {os.getloadavg()[0]:.1f}", flush=True)
-        text = report(args, cases, load_before, r + 1)
+        text = report(args, cases, load_before, r + 1, code)
     print(text)
 
 
-def report(args, cases, load_before, rounds_done: int) -> str:
-    """Write the record of the rounds done so far (each round rewrites it) and return its Markdown."""
+def report(args, cases, load_before, rounds_done: int, code: dict) -> str:
+    """Write the record of the rounds done so far (each round rewrites it) and return its Markdown; ``code`` is
+    :func:`git_commit` taken before the rounds."""
     rows = []
     for label, (timer, info) in cases.items():
         rows.append({"case": label, **info, **timer.medians()})
@@ -382,7 +384,7 @@ def report(args, cases, load_before, rounds_done: int) -> str:
                     summary.setdefault("official", {})[f"{precision}/{width}"] = {
                         "attnconv_img_per_s": fast["img_per_s"], "official_img_per_s": theirs["img_per_s"],
                         "speedup_over_official": theirs["cpu_s"] / fast["cpu_s"], "batch": fast.get("batch", BATCH)}
-    record = {"meta": {**machine(), "cpu": cpu_info(), **git_commit(), "load_average_before": load_before,
+    record = {"meta": {**machine(), "cpu": cpu_info(), **code, "load_average_before": load_before,
                        "load_average_after": list(os.getloadavg()), "batch": BATCH, "rounds": rounds_done,
                        "steps_per_measurement": args.steps, "clock": "process CPU time (wall time also recorded)"},
               "summary": summary, "rows": rows}

@@ -198,6 +198,7 @@ def test_training_roofline_record_derives_its_shares_from_its_timings():
                          "training_roofline.json").read_text())
     meta, rows = record["meta"], {r["case"]: r for r in record["rows"]}
     assert meta["cpu"]["model"] and meta["commit"] and len(meta["load_average_before"]) == 3
+    assert meta["dirty"] is False, "measured from committed code (the commit is read before the first round)"
     for precision in ("fp32", "bf16"):
         gemm = rows[f"gemm/{precision}/1"]
         roof = gemm["flops"] / gemm["cpu_s"] / 1e9
