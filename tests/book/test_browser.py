@@ -60,3 +60,20 @@ def test_no_widget_manager_or_npm_asset_is_loaded(page_path):
 
 def test_pages_list_is_complete():
     assert len(CHAPTERS) >= 2 and all((HTML / p).is_file() for p in PAGES)
+
+
+def test_request_failure_keeps_real_failures_and_drops_cancelled_loads_of_built_files(tmp_path):
+    """A cancelled load of a file that is in the build is no defect; a cancelled load of a file that is not, a
+    refused connection, or any other failure is reported with its reason; other sites' requests are not judged."""
+    from .visit import request_failure
+
+    (tmp_path / "_images").mkdir()
+    (tmp_path / "_images" / "a.png").write_bytes(b"\x89PNG")
+    site = "http://127.0.0.1:8000"
+    assert request_failure(f"{site}/_images/a.png", "net::ERR_ABORTED", site, tmp_path) is None
+    assert request_failure(f"{site}/_images/gone.png", "net::ERR_ABORTED", site, tmp_path) == (
+        f"net::ERR_ABORTED {site}/_images/gone.png")
+    assert request_failure(f"{site}/_images/a.png", "net::ERR_CONNECTION_REFUSED", site, tmp_path) == (
+        f"net::ERR_CONNECTION_REFUSED {site}/_images/a.png")
+    assert request_failure(f"{site}/_images/a.png", None, site, tmp_path) == f"failed {site}/_images/a.png"
+    assert request_failure("https://example.org/x.png", "net::ERR_ABORTED", site, tmp_path) is None

@@ -87,13 +87,29 @@ def _settle(page, site: str) -> None:
         page.wait_for_timeout(250)
 
 
+def _local(url: str, html: Path) -> Path:
+    path = unquote(urlparse(url).path).lstrip("/")
+    local = html / (path or "index.html")
+    return local / "index.html" if local.is_dir() else local
+
+
+def request_failure(url: str, failure: str | None, site: str, html: Path) -> str | None:
+    """What to report for a request of the book's own that Chromium says failed, or None if it is no defect.
+
+    A load the page itself cancelled (``net::ERR_ABORTED``: an image whose ``src`` a viewer changed mid-load, a
+    lazy figure still in flight when the visit ends) is no broken resource when the file is in the build; a file
+    that is missing answers 404 and is caught by the response handler, and every other failure is reported."""
+    if not url.startswith(site):
+        return None
+    if failure and "ERR_ABORTED" in failure and _local(url, html).is_file():
+        return None
+    return f"{failure or 'failed'} {url}"
+
+
 def _files(urls: list[str], html: Path) -> dict[str, int]:
     files = {}
     for url in urls:
-        path = unquote(urlparse(url).path).lstrip("/")
-        local = html / (path or "index.html")
-        if local.is_dir():
-            local = local / "index.html"
+        local = _local(url, html)
         if local.is_file():
             files[str(local.relative_to(html))] = local.stat().st_size
     return files
@@ -138,7 +154,12 @@ def visit(browser, site: str, html: Path, page_path: str, width: int, screens: P
     errors: list[str] = []
     page.on("pageerror", lambda err: errors.append(f"uncaught: {err}"))
     page.on("console", lambda msg: msg.type == "error" and errors.append(f"console: {msg.text}"))
-    page.on("requestfailed", lambda req: req.url.startswith(site) and result.failed.append(req.url))
+    def failed(req):
+        problem = request_failure(req.url, req.failure, site, html)
+        if problem:
+            result.failed.append(problem)
+
+    page.on("requestfailed", failed)
     page.on("response", lambda resp: resp.status >= 400 and result.failed.append(f"{resp.status} {resp.url}"))
 
     def block(route):  # only requests that would leave the machine come here; the book's own go straight through
