@@ -96,9 +96,9 @@ def _local(url: str, html: Path) -> Path:
 def request_failure(url: str, failure: str | None, site: str, html: Path) -> str | None:
     """What to report for a request of the book's own that Chromium says failed, or None if it is no defect.
 
-    A load the page itself cancelled (``net::ERR_ABORTED``: an image whose ``src`` a viewer changed mid-load, a
-    lazy figure still in flight when the visit ends) is no broken resource when the file is in the build; a file
-    that is missing answers 404 and is caught by the response handler, and every other failure is reported."""
+    A load the page itself cancelled (``net::ERR_ABORTED``, as when a ``<picture>`` figure switches away from its
+    phone source mid-load because the viewport changed) is no broken resource when the file is in the build; a
+    file that is missing answers 404 and is caught by the response handler, and every other failure is reported."""
     if not url.startswith(site):
         return None
     if failure and "ERR_ABORTED" in failure and _local(url, html).is_file():
