@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from sphinx.application import Sphinx
 from sphinx.util import logging
@@ -61,6 +62,16 @@ def _check(app: Sphinx, docname: str, source: list[str]) -> None:
                        location=docname, type="attnconv", subtype="launch")
 
 
+def _launch_only_with_a_notebook(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Drop the launch (rocket) buttons from a page with no paired ``.ipynb`` beside its ``.md``: Colab cannot open
+    a ``.md``, so a button there leads to an error page (the claims page and the instructors' page run code, which
+    makes the theme treat them as notebooks)."""
+    source = Path(app.env.doc2path(pagename))
+    if source.suffix == ".md" and not source.with_suffix(".ipynb").is_file():
+        context["header_buttons"] = [b for b in context.get("header_buttons", []) if b.get("label") != "launch-buttons"]
+
+
 def setup(app: Sphinx) -> dict:
     app.connect("source-read", _check)
+    app.connect("html-page-context", _launch_only_with_a_notebook, priority=900)  # after the theme adds them
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -58,6 +58,18 @@ def test_no_widget_manager_or_npm_asset_is_loaded(page_path):
         assert not [url for url in loaded if asset in url], f"{page_path} still loads {asset}"
 
 
+@pytest.mark.book
+def test_no_page_launches_colab_on_a_file_colab_cannot_open():
+    """Every launch link of every built page (prose pages that run code included) names a committed notebook."""
+    files = tracked_files()
+    for page in sorted(HTML.rglob("*.html")):
+        if "_static" in page.parts or "_sources" in page.parts:
+            continue
+        for link in re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', page.read_text(encoding="utf-8")):
+            rel = urlparse(link).path.split("/blob/main/", 1)[-1]
+            assert rel.endswith(".ipynb") and rel in files, f"{page.relative_to(HTML)}: Colab link to {rel}"
+
+
 def test_pages_list_is_complete():
     assert len(CHAPTERS) >= 2 and all((HTML / p).is_file() for p in PAGES)
 

@@ -93,8 +93,10 @@ def nltk_md5s(official: dict[str, str]) -> dict[str, str]:
     return sums
 
 
-def prepare_data(*what: str, progress: bool = False) -> str:
+def prepare_data(*what: str, progress: bool = False, corpora: tuple[str, ...] | None = None) -> str:
     """Fetch ``what`` (``"cifar10"``, ``"nltk"``; default both) into the cache when the reader allows downloads.
+
+    ``corpora`` names the NLTK zips that ``"nltk"`` fetches (default: all of them); chapter 5 needs ``("brown",)``.
 
     The chapters call this once; without permission (the book build, the tests) it fetches nothing and the
     chapters read whatever local copy there is, or fall back to stand-in data. A copy already in the cache with the
@@ -117,5 +119,5 @@ def prepare_data(*what: str, progress: bool = False) -> str:
     if "cifar10" in names:
         done.append(f"CIFAR-10 archive at {download_official(progress=progress)}")
     if "nltk" in names:
-        done.append(f"NLTK zips in {download_corpora(progress=progress)}")
+        done.append(f"NLTK zips in {download_corpora(corpora, progress=progress)}")
     return "Downloaded or found in the cache (md5-checked): " + "; ".join(done) + "."

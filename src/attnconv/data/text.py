@@ -11,6 +11,7 @@ import zipfile
 from dataclasses import dataclass
 
 from .._checks import int_at_least
+from .nltk_zips import cached_corpora_dir
 from .paths import data_root
 
 __all__ = ["ExampleSentence", "example_sentence", "BUILTIN_SENTENCE"]
@@ -56,7 +57,8 @@ def example_sentence(index: int = 0, corpus: str = "brown", min_words: int = 8,
 
     Lines are read from the archive's text files in sorted order (documentation such as README and CONTENTS is
     skipped), so ``index`` is stable across machines. Without
-    ``ATTNCONV_DATA`` or the corpus zip, returns :data:`BUILTIN_SENTENCE`.
+    the corpus zip (in ``$ATTNCONV_DATA/nltk/corpora``, or in the cache when ``ATTNCONV_DATA`` is unset, where
+    ``prepare_data("nltk")`` puts it), returns :data:`BUILTIN_SENTENCE`.
 
     Raises:
         ValueError: ``index`` is negative or beyond the sentences of the corpus, or the word limits are empty.
@@ -66,10 +68,10 @@ def example_sentence(index: int = 0, corpus: str = "brown", min_words: int = 8,
     if not 1 <= min_words <= max_words:
         raise ValueError(f"min_words and max_words must satisfy 1 ≤ min_words ≤ max_words, got {min_words}, {max_words}")
     root = data_root()
-    archive = None if root is None else root / "nltk" / "corpora" / f"{corpus}.zip"
-    if archive is None or not archive.is_file():
-        return ExampleSentence(tuple(BUILTIN_SENTENCE.split()), f"the book's built-in sentence (no local {corpus} "
-                               "corpus found: set ATTNCONV_DATA to use real text)", False)
+    archive = (cached_corpora_dir() if root is None else root / "nltk" / "corpora") / f"{corpus}.zip"
+    if not archive.is_file():
+        return ExampleSentence(tuple(BUILTIN_SENTENCE.split()), f"the book's built-in sentence (no {corpus} corpus "
+                               "here: python -m attnconv.data.nltk_zips fetches it)", False)
     count = 0
     try:
         with zipfile.ZipFile(archive) as zf:

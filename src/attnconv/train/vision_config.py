@@ -126,6 +126,11 @@ VISION_CONFIGS: dict[str, TrainConfig] = {
     "cpu-long": TrainConfig(
         name="cpu-long", sa=_QUICK_SA, resnet=ResNetConfig(width=16), epochs=12, batch_size=100, lr=0.1,
         test_images=2_000, eval_batch_size=500, snapshots_per_epoch=2, device="cpu", precision="fp32"),
+    # The cpu-long widths on all 50,000 images in bfloat16 on both cores of an idle two-core CPU: 26 epochs in about
+    # half an hour (the residual stream stays float32; see attnconv.train.precision).
+    "cpu-30min": TrainConfig(
+        name="cpu-30min", sa=_QUICK_SA, resnet=ResNetConfig(width=16), epochs=26, batch_size=100, lr=0.1,
+        test_images=2_000, eval_batch_size=500, snapshots_per_epoch=2, device="cpu", precision="bf16", threads=1),
     # The paper's model on one large GPU, as many epochs as fit in about ten minutes (bf16, compiled).
     "gpu-10min": TrainConfig(
         name="gpu-10min", sa=_PAPER_SA, epochs=40, batch_size=256, lr=0.15, eval_batch_size=1000,

@@ -7,8 +7,9 @@ A chapter's "train it yourself" cell is three calls::
     mine = train_yourself(budget, "sa-quadratic", home)   # None for "committed": the chapter shows committed runs
 
 Budgets: ``committed`` (train nothing, read the committed records), ``smoke`` (seconds), ``cpu-quick``
-(minutes on a CPU), ``gpu-10min`` (the paper's model for about ten minutes on one large GPU) and ``paper`` (the
-full recipe, vision only). A run folder is named after its budget and model; a run cut short by a disconnect
+(minutes on a CPU), ``cpu-30min`` (the narrow attention model on all of CIFAR-10 in bfloat16, vision only),
+``gpu-10min`` (the paper's model for about ten minutes on one large GPU) and ``paper`` (the full recipe, vision
+only). A run folder is named after its budget and model; a run cut short by a disconnect
 resumes from its last atomic checkpoint the next time the cell runs, and a finished run is not trained again.
 """
 
@@ -24,7 +25,7 @@ from .cuda import gpu_name
 __all__ = ["BUDGETS", "BUDGET_ENV_VAR", "choose_budget", "pretrain_yourself", "run_folder", "runs_home",
            "train_yourself"]
 
-BUDGETS = ("committed", "smoke", "cpu-quick", "gpu-10min", "paper")
+BUDGETS = ("committed", "smoke", "cpu-quick", "cpu-30min", "gpu-10min", "paper")
 BUDGET_ENV_VAR = "ATTNCONV_BUDGET"
 RUNS_ENV_VAR = "ATTNCONV_RUNS"
 DRIVE_MOUNT_ENV_VAR = "ATTNCONV_DRIVE_MOUNT"  # where Google Drive is mounted: /content/drive in Colab
@@ -135,5 +136,9 @@ def pretrain_yourself(budget: str, variant: str, home: str | os.PathLike, *, ove
     out = run_folder(home, f"bert-{budget}", variant)
     if _finished(out):
         return out
+    if reader_may_download():  # a fresh runtime after a disconnect: the corpora again (a cached copy is kept)
+        from ..data import prepare_data
+
+        prepare_data("nltk")
     pretrain_bert(config, out, resume=(out / "checkpoint.pt").is_file())
     return out
