@@ -3,11 +3,60 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+import sys
+from typing import Iterable, Sequence
+
+
+def values_readable(*tensors: object) -> bool:
+    """Whether a check may read the values of ``tensors`` (the arguments that are not tensors are ignored) on the
+    host now, with ``.item()``, ``bool(...)`` or ``int(...)``.
+
+    Not when they have no values, or when reading one would stop the transform that is running:
+
+    - a tensor on the ``meta`` device (shapes only; also every tensor of a model built under
+      ``with torch.device("meta")``), or a fake tensor;
+    - ``torch.func.vmap`` (a batched tensor: "data-dependent control flow") and the other ``torch.func``
+      transforms (their wrapped tensors);
+    - ``torch.jit.trace`` (a value read is baked into the graph as a constant, and a size is a tensor there),
+      ``torch.jit.script``;
+    - ``torch.compile`` and ``torch.export`` (each read would end the compiled graph).
+
+    Every data-dependent check of the library's layers (finite inputs, parameters and results, masks that keep a
+    key, ids in range) asks this one question first and is skipped when the answer is no: the computation itself
+    is unchanged, and a NaN it makes stays in the result.
+    """
+    torch = sys.modules.get("torch")
+    if torch is None:  # no tensor exists yet
+        return True
+    if torch.jit.is_tracing() or torch.jit.is_scripting() or torch.compiler.is_compiling():
+        return False
+    functorch = getattr(torch._C, "_functorch", None)
+    fake = getattr(getattr(getattr(torch, "_subclasses", None), "fake_tensor", None), "FakeTensor", ())
+    for t in tensors:
+        if not isinstance(t, torch.Tensor):
+            continue
+        if t.is_meta or isinstance(t, fake):
+            return False
+        if functorch is not None and (functorch.is_functorch_wrapped_tensor(t) or functorch.is_batchedtensor(t)):
+            return False
+    return True
+
+
+def symbolic_size(value: object) -> bool:
+    """``True`` for a size read from a tensor's shape while ``torch.jit.trace`` runs: an integer 0-d tensor that
+    stands for the size (it is recorded, not read), which a size check accepts unread."""
+    torch = sys.modules.get("torch")
+    return (torch is not None and isinstance(value, torch.Tensor) and value.dim() == 0
+            and not value.is_floating_point() and value.dtype != torch.bool and not values_readable(value))
 
 
 def int_at_least(name: str, value: object, minimum: int) -> int:
-    """Return ``value`` if it is an ``int`` (not a ``bool``) and ``>= minimum``, else raise ``ValueError``."""
+    """Return ``value`` if it is an ``int`` (not a ``bool``) and ``>= minimum``, else raise ``ValueError``.
+
+    A size that ``torch.jit.trace`` records (a 0-d integer tensor, see :func:`values_readable`) is returned
+    unread, so that the traced graph keeps it a variable."""
+    if symbolic_size(value):
+        return value
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         rule = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer of at least {minimum}")
         raise ValueError(f"{name} must be {rule}, got {value!r}")
@@ -69,8 +118,14 @@ def available_device(name: str, device: object) -> "torch.device | None":
     return dev
 
 
+class InputDtypeError(TypeError, ValueError):
+    """An input tensor of the wrong dtype: a ``TypeError`` (the library's rule) and a ``ValueError`` (as a bad value
+    of an argument), so that either ``except`` catches it. Its message names the dtype the module expects."""
+
+
 def floating_input(name: str, x: object, dtype: "torch.dtype") -> None:
-    """Raise ``TypeError`` unless ``x`` is a floating-point tensor of the module's ``dtype``.
+    """Raise :class:`InputDtypeError` (a ``TypeError``) unless ``x`` is a floating-point tensor of the module's
+    ``dtype``.
 
     Under autocast the module's parameters and its input may differ by design, so only the floating-point rule
     is checked there.
@@ -80,10 +135,10 @@ def floating_input(name: str, x: object, dtype: "torch.dtype") -> None:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
-        raise TypeError(f"{name} must be a floating-point tensor, got {x.dtype}")
+        raise InputDtypeError(f"{name} must be a floating-point tensor of the module's dtype {dtype}, got {x.dtype}")
     if x.dtype != dtype and not torch.is_autocast_enabled(x.device.type):
-        raise TypeError(f"{name} has dtype {x.dtype} but the module's parameters are {dtype}: convert one of "
-                        f"them (module.to({x.dtype}) or x.to({dtype}))")
+        raise InputDtypeError(f"{name} has dtype {x.dtype} but the module's parameters are {dtype}: convert one of "
+                              f"them (module.to({x.dtype}) or x.to({dtype}))")
 
 
 def real_number(name: str, value: object) -> float:
@@ -123,14 +178,62 @@ class NonFiniteResultError(ValueError):
     Training loops stop on it as on a non-finite loss."""
 
 
-def check_finite_result(name: str, out: "torch.Tensor", x: "torch.Tensor", what: str) -> None:
-    """Raise :class:`NonFiniteResultError` if ``out`` holds NaN or inf while the input ``x`` (named ``name``) is
-    finite: ``what`` overflowed the dtype. One reduction over ``out`` when it is finite."""
+def finite_checks_apply(*tensors: object) -> bool:
+    """Whether a layer checks its result for overflow now: the checks are not deferred to the caller
+    (:func:`attnconv.finite.deferred_finite_checks`) and the values can be read (:func:`values_readable`)."""
+    from .finite import finite_checks_on
+
+    return finite_checks_on() and values_readable(*tensors)
+
+
+def all_finite(t: "torch.Tensor") -> bool:
+    """``True`` if ``t`` holds no NaN or inf (or its values cannot be read now, :func:`values_readable`)."""
     import torch
 
-    if out.numel() == 0 or bool(torch.isfinite(out).all()):
+    return not values_readable(t) or t.numel() == 0 or bool(torch.isfinite(t).all())
+
+
+def finite_tensor(name: str, t: object) -> None:
+    """Raise ``ValueError`` naming ``name`` if the tensor ``t`` holds NaN or inf (unless its values cannot be read,
+    :func:`values_readable`)."""
+    import torch
+
+    if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()) and not all_finite(t.detach()):
+        bad = "NaN" if bool(torch.isnan(t).any()) else "inf"
+        raise ValueError(f"{name} must be finite, but it holds {bad} (at {int((~torch.isfinite(t)).sum())} of its "
+                         f"{t.numel()} entries)")
+
+
+def finite_parameters(name: str, module: object) -> None:
+    """Raise ``ValueError`` naming ``name.parameter`` (e.g. ``conv.weight``) if a parameter or buffer of the
+    ``torch.nn.Module`` ``module`` holds NaN or inf: a converter copies weights, and a NaN copied into an attention
+    layer would surface only as NaN outputs later."""
+    for pname, t in list(module.named_parameters()) + list(module.named_buffers()):
+        finite_tensor(f"{name}.{pname}", t)
+
+
+def check_finite_result(name: str, out: "torch.Tensor", x: "torch.Tensor", what: str,
+                        parameters: "Iterable[tuple[str, torch.Tensor]] | None" = None) -> None:
+    """Raise :class:`NonFiniteResultError` if ``out`` holds NaN or inf while the input ``x`` (named ``name``) is
+    finite: ``what`` overflowed the dtype, or one of the module's ``parameters`` (``(name, tensor)`` pairs, as
+    ``module.named_parameters()`` gives them) holds NaN or inf, and the error names it. One reduction over
+    ``out`` when it is finite.
+
+    Skipped inside :func:`attnconv.finite.deferred_finite_checks` and where the values cannot be read
+    (:func:`values_readable`: the meta device, ``vmap``, ``jit.trace``, ``torch.compile``); the NaN or inf then
+    stays in ``out``."""
+    import torch
+
+    if not finite_checks_apply(out, x) or out.numel() == 0 or bool(torch.isfinite(out).all()):
         return
     if bool(torch.isfinite(x).all()):
+        for pname, p in parameters or ():
+            if p.is_floating_point() and values_readable(p) and not bool(torch.isfinite(p).all()):
+                bad = "NaN" if bool(torch.isnan(p).any()) else "inf"
+                raise NonFiniteResultError(
+                    f"{name} is finite but the result is not: the parameter {pname} holds {bad} (at "
+                    f"{int((~torch.isfinite(p)).sum())} of its {p.numel()} entries), which reaches every output it "
+                    f"feeds. Restore it from a checkpoint, or lower the learning rate that made it")
         scale = float(x.detach().abs().amax())
         raise NonFiniteResultError(
             f"{name} is finite (largest |{name}| = {scale:.3g}) but {what} overflow {x.dtype}: scale {name} down or "

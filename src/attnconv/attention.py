@@ -23,9 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import check_finite_result, floating_input, positive_int, probability
+from ._checks import check_finite_result, floating_input, positive_int, probability, values_readable
 from .dropout import dropout
-from .finite import finite_checks_on
 from .taps import masked_softmax, softmax_fp32
 from .positional.base import PositionalLogits
 
@@ -93,6 +92,20 @@ def probs_like(probs: Tensor, v: Tensor) -> Tensor:
     if probs.dtype == v.dtype or torch.is_autocast_enabled(v.device.type):
         return probs
     return probs.to(v.dtype)
+
+
+def nan_marker(q: Tensor, k: Tensor) -> Tensor:
+    """``(B, N_h, N, 1)``: 0, or NaN in the rows whose attention logits hold NaN, to add to the fused kernel's result.
+
+    A logit q_i · k_j is NaN when query i or key j holds NaN or inf (a NaN weight in ``q_proj`` or ``k_proj``
+    makes a whole head's queries or keys NaN). The softmax of such a row is NaN, and the explicit path returns NaN
+    there, but the fused CPU kernel of ``scaled_dot_product_attention`` takes a row of NaN logits for a fully
+    masked one and returns zeros: a broken parameter would pass for a finite output. ``0 * t`` is 0 for finite t
+    and NaN otherwise, so adding this changes no finite result and keeps the NaN where the softmax has it (padded
+    keys are already zero, :meth:`MultiHeadSelfAttention.zero_padded`). Two elementwise passes over q and k, no
+    host synchronisation.
+    """
+    return (q * 0).sum(-1, keepdim=True) + (k * 0).sum((-2, -1), keepdim=True)
 
 
 def _wide(t: Tensor) -> Tensor:
@@ -274,7 +287,7 @@ class MultiHeadSelfAttention(nn.Module):
                 f"got {tuple(key_padding_mask.shape)}"
             )
         flat = key_padding_mask.reshape(x_shape[0], math.prod(x_shape[1:-1]))
-        if bool(flat.all(dim=1).any()):
+        if values_readable(flat) and bool(flat.all(dim=1).any()):  # unread on meta, in vmap, jit.trace, compile
             raise ValueError("key_padding_mask masks every key of some batch element; at least one must be kept")
         bias = torch.zeros(flat.shape, dtype=dtype, device=flat.device).masked_fill(flat, float("-inf"))
         return bias[:, None, None, :]
@@ -298,8 +311,9 @@ class MultiHeadSelfAttention(nn.Module):
                 (float32 inputs near 1e20, for example); float16 logits are computed in float32 and do not.
         """
         out, probs = self._attend(x, key_padding_mask, need_weights)
-        if finite_checks_on():  # off inside attnconv.finite.deferred_finite_checks: the caller checks once per step
-            check_finite_result("x", out, x, "the attention logits or outputs")
+        # Off inside attnconv.finite.deferred_finite_checks (the caller checks once per step), and where values
+        # cannot be read (meta tensors, vmap, jit.trace, torch.compile): see attnconv._checks.values_readable.
+        check_finite_result("x", out, x, "the attention logits or outputs", self.named_parameters())
         return out, probs
 
     def _attend(self, x: Tensor, key_padding_mask: Tensor | None, need_weights: bool
@@ -324,7 +338,7 @@ class MultiHeadSelfAttention(nn.Module):
                 bias = pad if bias is None else bias + pad
             v = v.expand(-1, self.num_heads, -1, -1)  # a view when values are shared
             heads = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p_drop)
-            return self.merge_heads(heads, grid), None
+            return self.merge_heads(heads + nan_marker(q, k).to(heads.dtype), grid), None
 
         if not self.content and pad is None and not need_weights and not p_drop:
             axes = self.positional.factorized_probs(grid)

@@ -259,7 +259,8 @@ class CompositeAttention(MultiHeadSelfAttention):
                 dtype; float16 logits are computed in float32 and do not.
         """
         out, probs = self._attend_composite(x, key_padding_mask, need_weights)
-        check_finite_result("x", out, x, "the attention logits or outputs")
+        # Skipped inside deferred_finite_checks and where values cannot be read (attnconv._checks.values_readable).
+        check_finite_result("x", out, x, "the attention logits or outputs", self.named_parameters())
         return out, probs
 
     def _attend_composite(self, x: Tensor, key_padding_mask: Tensor | None, need_weights: bool

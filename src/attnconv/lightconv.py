@@ -43,9 +43,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import check_finite_result, flag, floating_input, positive_int, probability
+from ._checks import (all_finite, check_finite_result, finite_checks_apply, flag, floating_input, positive_int,
+                      probability)
 from .conv_projections import ACTIVATIONS, DepthwiseSeparableConv1d
-from .finite import finite_checks_on
 from .taps import (apply_band, check_padding_mask, check_tokens, masked_softmax, odd_kernel_size, padding_left,
                    softmax_fp32, tap_mask)
 
@@ -73,15 +73,17 @@ def _boundary(boundary: str) -> str:
     return boundary
 
 
-def _check_overflow(out: Tensor, x: Tensor, values: Tensor | None = None) -> Tensor:
+def _check_overflow(module: nn.Module, out: Tensor, x: Tensor, values: Tensor | None = None) -> Tensor:
     """Return ``out``, or raise :class:`~attnconv._checks.NonFiniteResultError` if it holds NaN or inf although
-    ``x`` (and ``values``) are finite: the kernel or the sum of its taps overflowed the dtype. Skipped inside
-    ``attnconv.finite.deferred_finite_checks``, where the caller checks once per step."""
-    if not finite_checks_on() or out.numel() == 0 or bool(torch.isfinite(out).all()):
+    ``x`` (and ``values``) are finite: the kernel or the sum of its taps overflowed the dtype, or a parameter of
+    ``module`` is NaN or inf (the error names it). Skipped inside ``attnconv.finite.deferred_finite_checks``, where
+    the caller checks once per step, and where values cannot be read (:func:`~attnconv._checks.values_readable`:
+    meta tensors, ``vmap``, ``jit.trace``, ``torch.compile``)."""
+    if not finite_checks_apply(out, x, values) or all_finite(out):
         return out
-    if values is not None and values is not x and not bool(torch.isfinite(values).all()):
+    if values is not None and values is not x and not all_finite(values):
         return out  # non-finite values give a non-finite result: nothing overflowed
-    check_finite_result("x", out, x, "the kernels or the convolution's sums")
+    check_finite_result("x", out, x, "the kernels or the convolution's sums", module.named_parameters())
     return out
 
 
@@ -208,8 +210,9 @@ class LightweightConv1d(_HeadKernelConv1d):
         if key_padding_mask is not None:
             x = x.masked_fill(key_padding_mask[..., None], 0.0)  # a padded token reads as zero padding
         band = self.dropped(self.band(x.shape[1], key_padding_mask), x.shape[0], x.shape[1])
-        out = apply_band(x, band, self.padding_l)
-        return _check_overflow(out if self.bias is None else out + self.bias, x)
+        # A float16/bfloat16 kernel is normalised in float32 and the taps are summed there; the result is x's dtype.
+        out = apply_band(x, band, self.padding_l).to(x.dtype)
+        return _check_overflow(self, out if self.bias is None else out + self.bias, x)
 
     def to_conv1d(self) -> nn.Conv1d:
         """The same zero-padded convolution as a dense ``nn.Conv1d`` (channels-first, ``groups=1``).
@@ -344,8 +347,8 @@ class DynamicConv1d(_HeadKernelConv1d):
         if key_padding_mask is not None:
             values = values.masked_fill(key_padding_mask[..., None], 0.0)
         band = self.dropped(self.band(x, key_padding_mask), x.shape[0], x.shape[1])
-        out = apply_band(values, band, self.padding_l)
-        return _check_overflow(out if self.conv_bias is None else out + self.conv_bias, x, values)
+        out = apply_band(values, band, self.padding_l).to(values.dtype)  # float32 sums of a half kernel, cast back
+        return _check_overflow(self, out if self.conv_bias is None else out + self.conv_bias, x, values)
 
     def extra_repr(self) -> str:
         return (super().extra_repr() + f", conv_bias={self.conv_bias is not None}, "

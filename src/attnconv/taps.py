@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._checks import available_device, floating_input, positive_int
+from ._checks import available_device, floating_input, positive_int, values_readable
 
 __all__ = ["apply_band", "check_padding_mask", "check_tokens", "masked_softmax", "odd_kernel_size", "padding_left",
            "softmax_fp32", "tap_mask"]
@@ -136,8 +136,8 @@ def masked_softmax(logits: Tensor, dim: int = -1) -> Tensor:
     if not isinstance(logits, Tensor) or not logits.is_floating_point():
         raise TypeError(f"logits must be a floating-point torch.Tensor, got "
                         f"{getattr(logits, 'dtype', type(logits).__name__)}")
-    dead = torch.isneginf(logits).all(dim, keepdim=True)
-    if not bool(dead.any()):
+    dead = torch.isneginf(logits).all(dim, keepdim=True)  # a NaN logit is not -inf: its row stays NaN
+    if values_readable(dead) and not bool(dead.any()):  # else (meta, vmap, jit.trace, compile) the masked path
         return softmax_fp32(logits, dim)
     return softmax_fp32(logits.masked_fill(dead, 0.0), dim).masked_fill(dead, 0.0)
 

@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._checks import int_at_least, positive_int, probability
+from .._checks import int_at_least, positive_int, probability, values_readable
 from ..attention import MultiHeadSelfAttention
 from ..composite import CompositeAttention
 from ..conv_projections import Activation
@@ -293,7 +293,7 @@ def _check_ids(name: str, ids: Tensor, size: int) -> None:
     """``TypeError`` unless ``ids`` holds integers, ``ValueError`` unless they lie in ``[0, size)``."""
     if ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
         raise TypeError(f"{name} must be an integer tensor, got {ids.dtype}")
-    if ids.numel():
+    if ids.numel() and values_readable(ids):  # not on meta, in vmap, jit.trace or torch.compile
         lo, hi = torch.stack(torch.aminmax(ids)).tolist()  # one device-to-host copy
         if lo < 0 or hi >= size:
             raise ValueError(f"{name} must lie in [0, {size}), got values from {lo} to {hi}")
@@ -349,7 +349,7 @@ class BertForMaskedLM(nn.Module):
             raise ValueError(f"labels must have the shape of input_ids {tuple(getattr(input_ids, 'shape', ()))}, "
                              f"got {tuple(labels.shape)}")
         predicted = labels[labels != -100]
-        if predicted.numel():
+        if predicted.numel() and values_readable(predicted):
             lo, hi = torch.stack(torch.aminmax(predicted)).tolist()
             if lo < 0 or hi >= self.config.vocab_size:
                 raise ValueError(f"labels must be -100 or a token id in [0, vocab_size={self.config.vocab_size}), "

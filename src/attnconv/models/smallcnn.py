@@ -53,7 +53,7 @@ class SmallCNN(nn.Module):
 
     def forward(self, images: Tensor) -> Tensor:
         check_images(images)
-        x = (images.float() / 255 - self.mean) / self.std  # (B, 32, 32, 3)
+        x = (images.to(self.head.weight.dtype) / 255 - self.mean) / self.std  # (B, 32, 32, 3), the model's dtype
         x = space_to_depth(x, 2).permute(0, 3, 1, 2)  # (B, 12, 16, 16)
         x = F.max_pool2d(F.relu(self.conv1(x)), 2)  # (B, width, 8, 8)
         x = F.relu(self.conv2(x))  # (B, 2 width, 8, 8)

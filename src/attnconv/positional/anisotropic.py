@@ -17,8 +17,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from .._checks import NonFiniteResultError
-from ..finite import finite_checks_on
+from .._checks import NonFiniteResultError, finite_checks_apply, values_readable
 
 from .base import PositionalLogits, relative_offsets
 
@@ -46,7 +45,7 @@ class AnisotropicGaussianEncoding(PositionalLogits):
         centers = torch.as_tensor(centers, dtype=torch.get_default_dtype()).clone()
         if tuple(centers.shape) != (num_heads, 2):
             raise ValueError(f"centers must be (num_heads={num_heads}, 2), got shape {tuple(centers.shape)}")
-        if not bool(torch.isfinite(centers).all()):
+        if values_readable(centers) and not bool(torch.isfinite(centers).all()):
             raise ValueError(f"centers must be finite (no NaN or inf), got {centers.tolist()}")
         try:
             finite_positive = not isinstance(alpha, bool) and 0 < float(alpha) < math.inf
@@ -79,7 +78,8 @@ class AnisotropicGaussianEncoding(PositionalLogits):
         diff = delta[None] - self.centers[:, None, None, :]  # (N_h, N, N, 2)
         logits = -torch.einsum("hqki,hij,hqkj->hqk", diff, precision, diff)
         # The logits are <= 0 (-inf is a zero probability); NaN comes only from an overflowed precision or centre.
-        if finite_checks_on() and (not bool(torch.isfinite(precision).all()) or bool(torch.isnan(logits).any())):
+        if finite_checks_apply(precision, logits) and (not bool(torch.isfinite(precision).all())
+                                                       or bool(torch.isnan(logits).any())):
             raise NonFiniteResultError(f"the precision Σ^-1 = L Lᵀ and the centers must give logits without NaN in "
                              f"{precision.dtype}: got precision {precision.detach().tolist()} (use a wider dtype "
                              "or a smaller precision)")

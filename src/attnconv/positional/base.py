@@ -18,7 +18,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from .._checks import available_device, positive_int
+from .._checks import available_device, positive_int, symbolic_size
 from ..taps import softmax_fp32
 
 __all__ = ["PositionalLogits", "grid_positions", "negligible_probability", "relative_offsets", "softmax_flushed"]
@@ -57,7 +57,8 @@ def grid_positions(grid: Sequence[int], device: torch.device | None = None) -> T
     """
     device = available_device("device", device)
     if isinstance(grid, (str, bytes)) or not isinstance(grid, Sequence) or not grid or any(
-            isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1 for n in grid):
+            not symbolic_size(n) and (isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1)
+            for n in grid):  # a size jit.trace records is taken unread
         raise ValueError(f"grid must be a non-empty sequence of positive ints (the spatial shape), got {grid!r}")
     axes = [torch.arange(n, device=device) for n in grid]
     return torch.stack(torch.meshgrid(*axes, indexing="ij"), dim=-1).reshape(math.prod(grid), len(grid))

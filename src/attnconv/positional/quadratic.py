@@ -21,8 +21,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from .._checks import NonFiniteResultError, flag, int_tuple
-from ..finite import finite_checks_on
+from .._checks import NonFiniteResultError, finite_checks_apply, flag, int_tuple, values_readable
 from ..conv import kernel_shifts
 from .base import PositionalLogits, softmax_flushed
 from .signed_quadratic import SignedQuadraticEncoding, checked_query, outer_sum
@@ -60,7 +59,7 @@ def _alpha_per_head(alpha: object, num_heads: int) -> Tensor:
     if isinstance(alpha, Sequence) and not isinstance(alpha, str):
         if any(isinstance(a, bool) or not isinstance(a, numbers.Real) for a in alpha):
             raise TypeError(f"alpha must hold real numbers, got {alpha!r}")
-        alpha = torch.tensor([float(a) for a in alpha])
+        alpha = torch.tensor([float(a) for a in alpha], device="cpu")  # checked on the host, also under meta
     if isinstance(alpha, Tensor):
         if alpha.dtype == torch.bool or alpha.is_complex():
             raise TypeError(f"alpha must hold real numbers, got {alpha.dtype}")
@@ -70,7 +69,7 @@ def _alpha_per_head(alpha: object, num_heads: int) -> Tensor:
         return alpha.detach().to(torch.float64).expand(num_heads).clone()
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
         raise TypeError(f"alpha must be a real number, a tensor or None, got {type(alpha).__name__} {alpha!r}")
-    return torch.full((num_heads,), float(alpha), dtype=torch.float64)
+    return torch.full((num_heads,), float(alpha), dtype=torch.float64, device="cpu")
 
 
 def hard_logit_floor(dtype: torch.dtype) -> float:
@@ -113,23 +112,26 @@ class QuadraticEncoding(PositionalLogits):
         centers = torch.as_tensor(centers, dtype=torch.get_default_dtype()).clone()
         if centers.dim() != 2 or centers.shape[0] != num_heads:
             raise ValueError(f"centers must be (num_heads={num_heads}, d), got shape {tuple(centers.shape)}")
-        if not bool(torch.isfinite(centers).all()):
+        readable = values_readable(centers)  # not on the meta device (a model built under torch.device("meta"))
+        if readable and not bool(torch.isfinite(centers).all()):
             raise ValueError(f"centers must be finite (no NaN or inf), got {centers.tolist()}")
         self.hard = alpha is None
         if self.hard:
-            if not torch.equal(centers, centers.round()):
+            if readable and not torch.equal(centers, centers.round()):
                 raise ValueError("alpha=None (hard attention) needs integer centers")
-            log_alpha = torch.zeros(num_heads)
+            log_alpha = torch.zeros(num_heads, device=centers.device)
         else:
             alpha_t = _alpha_per_head(alpha, num_heads)
-            if not torch.all(alpha_t > 0) or not torch.all(torch.isfinite(alpha_t)):
-                raise ValueError(f"alpha must be finite and > 0 (or None for hard attention), got {alpha!r}")
             dtype = torch.get_default_dtype()
-            if float(alpha_t.max()) > torch.finfo(dtype).max:
+            if not values_readable(alpha_t):
+                pass  # a meta alpha: no value to check
+            elif not torch.all(alpha_t > 0) or not torch.all(torch.isfinite(alpha_t)):
+                raise ValueError(f"alpha must be finite and > 0 (or None for hard attention), got {alpha!r}")
+            elif float(alpha_t.max()) > torch.finfo(dtype).max:
                 raise ValueError(f"alpha = {float(alpha_t.max()):.3g} overflows {dtype} (largest "
                                  f"{torch.finfo(dtype).max:.3g}): use alpha=None for the alpha -> inf limit, or "
                                  "build the encoding under torch.set_default_dtype(torch.float64)")
-            log_alpha = alpha_t.log().to(dtype)
+            log_alpha = alpha_t.log().to(dtype=dtype, device=centers.device)
         if flag("learnable", learnable) and not self.hard:
             self.centers = nn.Parameter(centers)
             self.log_alpha = nn.Parameter(log_alpha)
@@ -223,7 +225,7 @@ class QuadraticEncoding(PositionalLogits):
             return SignedQuadraticEncoding(query, learnable=learnable)
         query = checked_query(query)
         alpha = -query[:, 0]
-        if not bool((alpha > 0).all()):
+        if values_readable(alpha) and not bool((alpha > 0).all()):
             raise ValueError("query[:, 0] = -alpha must be negative for every head: a Gaussian bump needs alpha > 0, "
                              f"got {query[:, 0].tolist()}; signed=True keeps heads with alpha <= 0 "
                              "(a SignedQuadraticEncoding)")
@@ -259,8 +261,8 @@ class QuadraticEncoding(PositionalLogits):
         """
         if len(grid) != self.dims:
             raise ValueError(f"this encoding has {self.dims}-D centres but the input grid is {tuple(grid)}")
-        if not self.hard and finite_checks_on():  # else the caller checks its loss (attnconv.finite)
-            self._check_finite()
+        if not self.hard and finite_checks_apply(self.log_alpha, self.centers):  # else the caller checks its loss
+            self._check_finite()  # (attnconv.finite), or the values cannot be read (meta, jit.trace, compile)
         out = []
         for axis, length in enumerate(grid):
             pos = torch.arange(length, device=self.centers.device, dtype=self.centers.dtype)

@@ -19,8 +19,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from .._checks import NonFiniteResultError, flag
-from ..finite import finite_checks_on
+from .._checks import NonFiniteResultError, all_finite, finite_checks_apply, flag, values_readable
 from .base import PositionalLogits, softmax_flushed
 
 __all__ = ["SignedQuadraticEncoding"]
@@ -42,7 +41,7 @@ def checked_query(query: object) -> Tensor:
     if weight.dim() != 2 or weight.shape[0] < 1 or weight.shape[1] < 2:
         raise ValueError(f"query must be (N_h, d + 1) with N_h >= 1 and d >= 1, got shape {tuple(weight.shape)}")
     weight = weight.to(weight.dtype if weight.is_floating_point() else torch.get_default_dtype()).clone()
-    if not bool(torch.isfinite(weight).all()):
+    if values_readable(weight) and not bool(torch.isfinite(weight).all()):
         raise ValueError(f"query must be finite (no NaN or inf), got {weight.tolist()}")
     return weight
 
@@ -116,7 +115,7 @@ class SignedQuadraticEncoding(PositionalLogits):
             pos = torch.arange(length, device=self.weight.device, dtype=self.weight.dtype)
             delta = pos[None, :] - pos[:, None]  # (L, L), key minus query
             out.append(self.weight[:, 0, None, None] * delta**2 + self.weight[:, axis + 1, None, None] * delta)
-        if finite_checks_on() and not all(bool(torch.isfinite(part).all()) for part in out):
+        if finite_checks_apply(self.weight) and not all(all_finite(part) for part in out):
             raise NonFiniteResultError(f"the logits v_0 δ² + v_a δ overflow {self.weight.dtype} for this grid "
                                        f"{tuple(grid)} (use a wider dtype or a smaller positional query)")
         return out

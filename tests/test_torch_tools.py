@@ -1,0 +1,278 @@
+"""Every public layer of the library under the tools PyTorch users take it to: the meta device, ``torch.func.vmap``
+and ``torch.jit.trace``, and every dtype a model is moved to.
+
+Each layer has data-dependent checks (finite results, masks that keep a key, ids in range); they read values on the
+host, which none of these tools allows. ``attnconv._checks.values_readable`` is the one place that says when to
+skip them, and these tests hold every layer to it. Sizes are tiny: the whole file runs in seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import pytest
+import torch
+from torch import Tensor, nn
+
+import attnconv
+from attnconv import (CompositeAttention, DepthwiseSeparableConv1d, DynamicConv1d, GatedPositionalSelfAttention,
+                      LightweightConv1d, MultiHeadSelfAttention)
+from attnconv._checks import values_readable
+from attnconv.construct import conv_to_mhsa
+from attnconv.conv_projections import GroupedConv1d, MixedProjection
+from attnconv.lightconv import ProjectedConv1d
+from attnconv.models import (ATTENTION_KINDS, VARIANTS, BertClassifier, BertConfig, BertForMaskedLM, ResNet,
+                             ResNetConfig, SelfAttentionNet, SmallCNN, VisionConfig)
+from attnconv.positional import (ALiBi, AnisotropicGaussianEncoding, KeyRelativeLogits, LearnedRelativeEncoding2d,
+                                 QuadraticEncoding, QueryRelativeLogits, RelativePositionBias, SignedQuadraticEncoding)
+from attnconv.composite import RelativeLogitSum
+
+# jit.trace is deprecated in favour of torch.compile and torch.export, but people still use it; vmap falls back to a
+# loop for the fused CPU attention kernel.
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+              pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning"),
+              pytest.mark.filterwarnings("ignore:There is a performance drop:UserWarning")]
+
+B, N, C = 2, 5, 8  # batch, tokens, channels of the sequence layers
+GRID = (3, 4)  # the image layers' token grid
+
+
+def _seq(dtype=None) -> Tensor:
+    return torch.randn(B, N, C, dtype=dtype)
+
+
+def _img(channels: int = C, dtype=None) -> Tensor:
+    return torch.randn(B, *GRID, channels, dtype=dtype)
+
+
+def _mask() -> Tensor:
+    mask = torch.zeros(B, N, dtype=torch.bool)
+    mask[0, -2:] = True  # the first sequence is padded: the masked paths run
+    return mask
+
+
+@dataclass
+class Case:
+    """A layer, how to build it, and its example inputs (a tuple; the first is the one whose dtype follows the
+    layer's)."""
+
+    build: Callable[[], nn.Module]
+    inputs: Callable[[], tuple[Tensor, ...]]
+    kwargs: dict | None = None  # keyword arguments of the call (need_weights=True, ...)
+
+    def __post_init__(self) -> None:
+        self.kwargs = self.kwargs or {}
+
+
+def _seq_case(build, mask: bool = False, **kwargs) -> Case:
+    return Case(build, (lambda: (_seq(), _mask())) if mask else (lambda: (_seq(),)), kwargs)
+
+
+def _img_case(build, channels: int = C, **kwargs) -> Case:
+    return Case(build, lambda: (_img(channels),), kwargs)
+
+
+def _mhsa(positional=None, content=True, **kw) -> Callable[[], nn.Module]:
+    def build() -> nn.Module:
+        encoding = None if positional is None else positional()
+        heads = 4 if encoding is None else encoding.num_heads
+        return MultiHeadSelfAttention(C, heads, head_dim=kw.pop("head_dim", 4), positional=encoding, content=content,
+                                      **kw)
+    return build
+
+
+def _bert(variant: str, classifier: bool = False) -> Callable[[], nn.Module]:
+    config = BertConfig(vocab_size=30, hidden_dim=8, depth=1, num_heads=2, mlp_dim=16, max_length=8, variant=variant,
+                        max_distance=2, dropout=0.0)
+    return lambda: BertClassifier(config, 3) if classifier else BertForMaskedLM(config)
+
+
+def _ids() -> tuple[Tensor, ...]:
+    ids = torch.randint(1, 30, (B, 7))
+    padding = torch.zeros(B, 7, dtype=torch.bool)
+    padding[1, -3:] = True
+    return ids, torch.zeros_like(ids), padding
+
+
+def _vision(kind: str) -> Callable[[], nn.Module]:
+    return lambda: SelfAttentionNet(VisionConfig(attention=kind, image_size=8, block=2, hidden_dim=8, depth=1,
+                                                 num_heads=4, head_dim=8, mlp_dim=8, dropout=0.0))
+
+
+def _conv_as_attention(alpha) -> Callable[[], nn.Module]:
+    return lambda: conv_to_mhsa(nn.Conv2d(3, 4, 3, padding=1), alpha=alpha)
+
+
+CASES: dict[str, Case] = {
+    # multi-head self-attention, its paths and every positional encoding in it
+    "mhsa": _seq_case(_mhsa()),
+    "mhsa-padded": _seq_case(_mhsa(), mask=True),
+    "mhsa-weights": _seq_case(_mhsa(), need_weights=True),
+    "mhsa-image": _img_case(_mhsa()),
+    "mhsa-shared-values": _seq_case(_mhsa(head_dim=8, shared_values=True)),
+    "quadratic": _img_case(_mhsa(lambda: QuadraticEncoding(4, dims=2), content=False)),
+    "quadratic-weights": _img_case(_mhsa(lambda: QuadraticEncoding(4, dims=2), content=False), need_weights=True),
+    "quadratic-hard": _img_case(_mhsa(lambda: QuadraticEncoding.from_kernel(3, alpha=None), content=False)),
+    "quadratic-content": _img_case(_mhsa(lambda: QuadraticEncoding.local_init(4))),
+    "signed-quadratic": _img_case(_mhsa(lambda: SignedQuadraticEncoding(torch.randn(4, 3)), content=False)),
+    "anisotropic": _img_case(_mhsa(lambda: AnisotropicGaussianEncoding(4), content=False)),
+    "learned": _img_case(_mhsa(lambda: LearnedRelativeEncoding2d(4, max_size=4, dim=8), content=False)),
+    "learned-content": _img_case(lambda: MultiHeadSelfAttention(
+        C, 4, head_dim=8, positional=LearnedRelativeEncoding2d(4, max_size=4, dim=8, query_dependent=True))),
+    "relative-bias": _seq_case(_mhsa(lambda: RelativePositionBias(2, 2), content=False)),
+    "relative-bias-window-padded": _seq_case(_mhsa(lambda: RelativePositionBias(2, 1, window=True), content=False),
+                                             mask=True),
+    "relative-bias-buckets": _seq_case(_mhsa(lambda: RelativePositionBias(2, 8, num_buckets=8))),
+    "query-relative": _seq_case(_mhsa(lambda: QueryRelativeLogits(2, 4, 2))),
+    "key-relative": _seq_case(_mhsa(lambda: KeyRelativeLogits(2, 4, 2, causal=True)), mask=True),
+    "alibi": _seq_case(_mhsa(lambda: ALiBi(2, causal=True), content=False)),
+    "relative-sum": _seq_case(_mhsa(lambda: RelativeLogitSum([RelativePositionBias(2, 2), ALiBi(2)]),
+                                    content=False)),
+    # composite attention (Chang et al.)
+    "composite": _seq_case(lambda: CompositeAttention(C, 2, 2, max_length=16), mask=True),
+    "composite-dynamic": _seq_case(lambda: CompositeAttention(C, 2, 2, max_length=16, query_dynamic=True,
+                                                              key_dynamic=True, query_chunk=2)),
+    "composite-window-padded": _seq_case(lambda: CompositeAttention(C, 2, 1, max_length=16, window=True), mask=True,
+                                         need_weights=True),
+    "composite-position-only": _seq_case(lambda: CompositeAttention(C, 2, 2, max_length=16, content=False)),
+    "composite-conv-projections": _seq_case(lambda: CompositeAttention(
+        C, 2, 2, max_length=16, conv_projections=("query", "key", "value"), conv_activation="gelu"), mask=True),
+    "composite-grouped": _seq_case(lambda: CompositeAttention(C, 2, 2, max_length=16, conv_projections=("key",),
+                                                              conv_groups=2)),
+    "composite-mixed": _seq_case(lambda: CompositeAttention(C, 2, 2, max_length=16, conv_projections=("value",),
+                                                            mixed_projections=True)),
+    "composite-value-conv": _seq_case(lambda: CompositeAttention(C, 2, 2, max_length=16, value_conv=True,
+                                                                 value_conv_scale="per_head"), mask=True),
+    # gated positional self-attention (ConViT)
+    "gpsa": _img_case(lambda: GatedPositionalSelfAttention(C, 4)),
+    "gpsa-signed": _img_case(lambda: GatedPositionalSelfAttention(C, 4, positional=SignedQuadraticEncoding(
+        torch.randn(4, 3)))),
+    # lightweight, dynamic and depthwise-separable convolutions
+    "lightconv": _seq_case(lambda: LightweightConv1d(C, 2, 3, bias=True)),
+    "lightconv-renormalize": _seq_case(lambda: LightweightConv1d(C, 2, 3, boundary="renormalize"), mask=True),
+    "lightconv-causal": _seq_case(lambda: LightweightConv1d(C, 2, 4, causal=True)),
+    "lightconv-signed": _seq_case(lambda: LightweightConv1d(C, 2, 3, weight_softmax=False)),
+    "dynamic": _seq_case(lambda: DynamicConv1d(C, 2, 3, conv_bias=True)),
+    "dynamic-renormalize": _seq_case(lambda: DynamicConv1d(C, 2, 3, boundary="renormalize"), mask=True),
+    "dynamic-cut-long-kernel": _seq_case(lambda: DynamicConv1d(C, 2, 7, causal=True, cut_long_kernel=True)),
+    "depthwise-separable": _seq_case(lambda: DepthwiseSeparableConv1d(C, 6, 3, activation="gelu",
+                                                                      depth_multiplier=2), mask=True),
+    "grouped-conv": _seq_case(lambda: GroupedConv1d(C, 6, 3, groups=2)),
+    "mixed-projection": _seq_case(lambda: MixedProjection(C, 4, 2, 1, 3)),
+    "projected-lightconv": _seq_case(lambda: ProjectedConv1d(LightweightConv1d(6, 2, 3, boundary="renormalize"),
+                                                             nn.Linear(C, 6), nn.Linear(6, C)), mask=True),
+    "projected-dynamic": _seq_case(lambda: ProjectedConv1d(DynamicConv1d(C, 2, 3, value_dim=6), nn.Linear(C, 6),
+                                                           nn.Linear(6, C))),
+    # Theorem 1: a convolution as attention
+    "conv-as-attention-hard": Case(_conv_as_attention(None), lambda: (torch.randn(B, 3, 5, 4),)),
+    "conv-as-attention-soft": Case(_conv_as_attention(4.0), lambda: (torch.randn(B, 3, 5, 4),)),
+    # the models
+    **{f"vision-{kind}": Case(_vision(kind), lambda: (torch.randn(B, 8, 8, 3),)) for kind in ATTENTION_KINDS},
+    "resnet": Case(lambda: ResNet(ResNetConfig(width=4, blocks=(1, 1))), lambda: (torch.randn(B, 8, 8, 3),)),
+    "small-cnn": Case(lambda: SmallCNN(width=4), lambda: (torch.randint(0, 256, (B, 8, 8, 3), dtype=torch.uint8),)),
+    **{f"bert-{variant}": Case(_bert(variant), _ids) for variant in VARIANTS},
+    "bert-classifier": Case(_bert("composite", classifier=True), _ids),
+}
+
+
+def test_the_cases_cover_every_public_layer():
+    """Each class of the package's ``__all__`` that is a layer, and each positional encoding, has a case."""
+    layers = {getattr(attnconv, name) for name in attnconv.__all__
+              if isinstance(getattr(attnconv, name), type) and issubclass(getattr(attnconv, name), nn.Module)}
+    layers |= {QuadraticEncoding, SignedQuadraticEncoding, AnisotropicGaussianEncoding, LearnedRelativeEncoding2d,
+               RelativePositionBias, QueryRelativeLogits, KeyRelativeLogits, ALiBi, SelfAttentionNet, ResNet, SmallCNN,
+               BertForMaskedLM, BertClassifier}
+    torch.manual_seed(0)
+    built = set()
+    for case in CASES.values():
+        built |= {type(m) for m in case.build().modules()}
+    assert layers <= built, sorted(t.__name__ for t in layers - built)
+
+
+class Call(nn.Module):
+    """The layer's first output (attention returns ``(out, probs)``), as one tensor: what vmap and trace see."""
+
+    def __init__(self, layer: nn.Module, kwargs: dict) -> None:
+        super().__init__()
+        self.layer, self.kwargs = layer, kwargs
+
+    def forward(self, *inputs: Tensor) -> Tensor:
+        args = list(inputs)
+        kwargs = dict(self.kwargs)
+        if isinstance(self.layer, (MultiHeadSelfAttention, LightweightConv1d, DynamicConv1d, DepthwiseSeparableConv1d,
+                                   GroupedConv1d, ProjectedConv1d)) and len(args) == 2:
+            kwargs["key_padding_mask"] = args.pop()
+        if isinstance(self.layer, MixedProjection) and len(args) == 2:
+            kwargs["key_padding_mask"] = args.pop()
+        if isinstance(self.layer, (BertForMaskedLM, BertClassifier)):
+            kwargs["padding_mask"] = args.pop()
+        out = self.layer(*args, **kwargs)
+        return out[0] if isinstance(out, tuple) else out
+
+
+def _built(name: str, seed: int = 0) -> tuple[Call, tuple[Tensor, ...]]:
+    case = CASES[name]
+    torch.manual_seed(seed)
+    layer = case.build().eval()
+    return Call(layer, case.kwargs), case.inputs()
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_meta_device_gives_the_shape_of_the_real_output(name):
+    """Built under ``with torch.device("meta")`` and fed meta inputs, a layer returns a meta tensor of the shape
+    (and dtype) that the same layer returns on the CPU: no check reads a value that is not there."""
+    call, inputs = _built(name)
+    with torch.no_grad():
+        real = call(*inputs)
+    torch.manual_seed(0)
+    with torch.device("meta"):
+        meta_layer = CASES[name].build().eval()
+    assert all(p.is_meta for p in meta_layer.parameters())
+    meta = Call(meta_layer, CASES[name].kwargs)(*(t.to("meta") for t in inputs))
+    assert meta.is_meta
+    assert meta.shape == real.shape and meta.dtype == real.dtype
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_vmap_over_the_batch_equals_the_batched_call(name):
+    """``vmap`` of the layer over single examples equals the layer on the batch (the masks ride along)."""
+    call, inputs = _built(name)
+    with torch.no_grad():
+        batched = call(*inputs)
+        mapped = torch.func.vmap(lambda *one: call(*(t.unsqueeze(0) for t in one)).squeeze(0))(*inputs)
+    torch.testing.assert_close(mapped, batched, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_jit_trace_replays_the_eager_result(name):
+    """``torch.jit.trace`` runs the forward pass (sizes are tensors there, no value is read), and the traced module
+    gives the eager result on the same input."""
+    call, inputs = _built(name)
+    with torch.no_grad():
+        traced = torch.jit.trace(call, inputs, check_trace=False)
+        torch.testing.assert_close(traced(*inputs), call(*inputs), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float64], ids=str)
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_layer_moved_to_a_dtype_returns_that_dtype(name, dtype):
+    """``layer.to(dtype)`` with inputs of that dtype returns that dtype: float32 sums of a bfloat16 kernel are cast
+    back, and a projection after a convolution gets what its weights are."""
+    call, inputs = _built(name)
+    call = call.to(dtype)
+    inputs = tuple(t.to(dtype) if t.is_floating_point() else t for t in inputs)
+    with torch.no_grad():
+        out = call(*inputs)
+    assert out.dtype == dtype
+
+
+def test_values_readable_says_no_exactly_where_a_value_cannot_be_read():
+    x = torch.ones(3)
+    assert values_readable(x, None, 3)
+    assert not values_readable(x.to("meta"))
+    seen = []
+    torch.func.vmap(lambda t: seen.append(values_readable(t)) or t)(torch.ones(2, 3))
+    torch.jit.trace(lambda t: seen.append(values_readable(t)) or t * 2, (x,), check_trace=False)
+    assert seen == [False, False]
+    assert values_readable(x)  # after the transforms, readable again
