@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .._checks import finite_parameters
 from ..attention import MultiHeadSelfAttention
 from ..conv import kernel_shifts
 from ..positional.quadratic import QuadraticEncoding
@@ -122,6 +123,9 @@ def conv_to_mhsa(conv: nn.Conv1d | nn.Conv2d, alpha: float | None = None, head_d
 
     Returns:
         A :class:`ConvAsAttention` with N_h = K_1 K_2 heads whose ``forward`` matches ``conv.forward``.
+
+    Raises:
+        ValueError: a precondition fails, or ``conv.weight`` or ``conv.bias`` holds NaN or inf (the message names it).
     """
     if not isinstance(conv, (nn.Conv1d, nn.Conv2d)):
         raise ValueError(f"conv must be a torch.nn.Conv1d or torch.nn.Conv2d, got {type(conv).__name__}")
@@ -138,6 +142,7 @@ def conv_to_mhsa(conv: nn.Conv1d | nn.Conv2d, alpha: float | None = None, head_d
     kernel_size, dilation, stride = tuple(conv.kernel_size), tuple(conv.dilation), tuple(conv.stride)
     d_out, d_in = conv.out_channels, conv.in_channels
     head_dim = d_out if head_dim is None else head_dim
+    finite_parameters("conv", conv)  # a NaN or inf weight would become NaN attention outputs, far from its cause
     weight = conv.weight.detach()
 
     # Output pixel 0 sits at canvas position c = min(p, d(K - 1)); then every key it needs is on the canvas.

@@ -26,7 +26,7 @@ import math
 import torch
 from torch import nn
 
-from .._checks import int_at_least
+from .._checks import finite_parameters, int_at_least
 from ..attention import MultiHeadSelfAttention
 from ..composite import RelativeLogitSum
 from ..lightconv import DynamicConv1d, LightweightConv1d, ProjectedConv1d
@@ -72,6 +72,7 @@ def lightconv_to_attention(conv: LightweightConv1d, interior_only: bool = False)
         raise ValueError("conv is zero-padded (boundary='zeros'): attention renormalises at the sequence edges, so "
                          "the two agree only on interior positions; pass interior_only=True to accept that, or "
                          "use boundary='renormalize'")
+    finite_parameters("conv", conv)
     positional = RelativePositionBias(conv.num_heads, conv.max_distance, window=True, causal=conv.causal)
     layer = MultiHeadSelfAttention(conv.embed_dim, conv.num_heads, positional=positional, content=False,
                                    dropout=conv.weight_dropout)
@@ -154,6 +155,7 @@ def attention_to_lightconv(module: MultiHeadSelfAttention, max_length: int | Non
             linear, or ``max_length`` is missing for a kernel with tails.
     """
     terms = _position_only_terms(module)
+    finite_parameters("module", module)
     if not all(isinstance(t, StaticRelativeLogits) for t in terms):
         raise ValueError("module has a query- or key-dependent term: its kernel changes from token to token, so it "
                          "is a dynamic convolution (see attention_to_dynamic_conv), not a lightweight one")
@@ -186,6 +188,7 @@ def attention_to_dynamic_conv(module: MultiHeadSelfAttention, max_length: int | 
         a :class:`~attnconv.lightconv.ProjectedConv1d`: kernels predicted from X, applied to X W_val.
     """
     terms = _position_only_terms(module)
+    finite_parameters("module", module)
     query_terms = [t for t in terms if isinstance(t, QueryRelativeLogits)]
     static = [t for t in terms if isinstance(t, StaticRelativeLogits)]
     if len(query_terms) != 1 or len(query_terms) + len(static) != len(terms):
@@ -249,6 +252,7 @@ def dynamic_conv_to_attention(conv: DynamicConv1d, interior_only: bool = False) 
         raise ValueError(f"conv convolves values of value_dim={conv.value_dim} channels, not its input's "
                          f"embed_dim={conv.embed_dim}: this layer attends over its own input (wrap it in a "
                          "ProjectedConv1d with a value projection instead)")
+    finite_parameters("conv", conv)
     heads, width, c = conv.num_heads, conv.kernel_size, conv.embed_dim
     group = c // heads
     head_dim = max(group, width)
