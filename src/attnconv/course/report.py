@@ -9,19 +9,23 @@ cells that are duplicated or carry another exercise's ``grade_id``.
 from __future__ import annotations
 
 import json
+import os
 import re
-from dataclasses import asdict, dataclass, field
+import stat
+from dataclasses import InitVar, asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
 
+from . import escape
 from .exercises import EXERCISES, exercises_for
 from .exercises.core import Exercise
 
-__all__ = ["ExerciseGrade", "GradeReport", "WRITTEN_SUFFIX", "answer_cells", "read_notebook", "resolve_chapter",
-           "written_answers"]
+__all__ = ["ExerciseGrade", "GradeReport", "MAX_SUBMISSION_MB", "WRITTEN_SUFFIX", "answer_cells", "check_submission",
+           "read_notebook", "read_submission", "resolve_chapter", "submission_limit", "written_answers"]
 
 WRITTEN_SUFFIX = "-written"
+MAX_SUBMISSION_MB = 50  # the default; ATTNCONV_MAX_SUBMISSION_MB sets another
 
 
 @dataclass
@@ -33,6 +37,20 @@ class ExerciseGrade:
     max_points: int
     message: str
     parts: list[dict] = field(default_factory=list)
+    escaped: InitVar[bool] = False
+
+    def __post_init__(self, escaped: bool) -> None:
+        """Finalize the messages (:func:`escape.check_message`): the student's text they repeat is quoted and
+        capped, every character is visible. ``escaped``: read back from a report whose messages already were."""
+        finish = escape.settled if escaped else escape.check_message
+
+        def joined(parts: list[dict]) -> str:  # as exercises.core.score_results joins the parts' messages
+            return "; ".join((f"{p['part']}: " if p["part"] else "") + p["message"] for p in parts)
+
+        raw = [{**p, "part": str(p.get("part", "")), "message": str(p.get("message", ""))} for p in self.parts]
+        self.parts = [{**p, "part": escape.cap(escape.visible(p["part"]), 100), "message": finish(p["message"])}
+                      for p in raw]
+        self.message = joined(self.parts) if raw and str(self.message) == joined(raw) else finish(self.message)
 
 
 @dataclass
@@ -62,12 +80,16 @@ class GradeReport:
         return sum(e.max_points for e in self.exercises)
 
     def table(self) -> str:
-        width = max([len(e.label) for e in self.exercises] + [8])
+        """The report for a terminal: one line per exercise, one per problem. Nothing in it can move the cursor,
+        clear a line or start one: every control character is shown as an escape (:func:`escape.visible`)."""
+        labels = [escape.visible(e.label) for e in self.exercises]
+        width = max([len(label) for label in labels] + [8])
         lines = [f"{'exercise':{width}s}  kind        points  message", "-" * (width + 60)]
-        for e in self.exercises:
-            lines.append(f"{e.label:{width}s}  {e.kind:10s}  {e.points:>2d}/{e.max_points:<2d}   {e.message}")
-        lines += [f"problem: {p}" for p in self.problems]
-        lines.append(f"score: {self.score}/{self.max_score}  ({self.chapter}, {self.seconds:.0f} s)")
+        for label, e in zip(labels, self.exercises):
+            lines.append(f"{label:{width}s}  {escape.visible(e.kind):10s}  {e.points:>2d}/{e.max_points:<2d}   "
+                         f"{escape.settled(e.message)}")
+        lines += [f"problem: {escape.cap(escape.plain(p), escape.TEXT_LIMIT)}" for p in self.problems]
+        lines.append(f"score: {self.score}/{self.max_score}  ({escape.visible(self.chapter)}, {self.seconds:.0f} s)")
         return "\n".join(lines)
 
     def to_json(self) -> str:
@@ -79,7 +101,7 @@ class GradeReport:
         """A report written by ``to_json`` (the grader's own worker wrote it; every field is typed here)."""
         data = json.loads(text)
         exercises = [ExerciseGrade(str(e["label"]), str(e["kind"]), bool(e["passed"]), int(e["points"]),
-                                   int(e["max_points"]), str(e["message"]), list(e.get("parts", [])))
+                                   int(e["max_points"]), str(e["message"]), list(e.get("parts", [])), escaped=True)
                      for e in data["exercises"]]
         return cls(str(data["notebook"]), str(data["chapter"]), exercises, list(data["cell_errors"]),
                    {str(k): str(v) for k, v in data["written"].items()}, float(data["seconds"]),
@@ -97,14 +119,90 @@ def resolve_chapter(chapter: str) -> str:
     return matches[0]
 
 
-def read_notebook(path: Path) -> nbformat.NotebookNode:
-    """The notebook at ``path`` (``.ipynb``, or a jupytext ``.md``); ValueError naming the file when unreadable."""
+def submission_limit() -> int:
+    """The largest submission read, in bytes: ``ATTNCONV_MAX_SUBMISSION_MB`` megabytes (default
+    :data:`MAX_SUBMISSION_MB`)."""
     try:
+        megabytes = float(os.environ.get("ATTNCONV_MAX_SUBMISSION_MB") or MAX_SUBMISSION_MB)
+    except ValueError:
+        megabytes = MAX_SUBMISSION_MB
+    return int(megabytes * 2 ** 20)
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _refusal(path: Path, status: os.stat_result, limit: int) -> str | None:
+    name = escape.visible(path.name)
+    if stat.S_ISLNK(status.st_mode):
+        return f"{name} is a symbolic link, not a notebook: submit the notebook file itself"
+    if not stat.S_ISREG(status.st_mode):
+        kind = next((k for test, k in _KINDS if test(status.st_mode)), "not a regular file")
+        return f"{name} is {kind}, not a notebook: submit the notebook file itself"
+    if status.st_size > limit:
+        return (f"{name} is {status.st_size / 2 ** 20:.1f} MB, over the {limit / 2 ** 20:.3g} MB limit on a "
+                f"submission (clear the notebook's outputs and submit it again)")
+    return None
+
+
+def check_submission(path: Path, max_bytes: int | None = None) -> None:
+    """ValueError when ``path`` is a symbolic link, not a regular file (a folder, a pipe, a device) or larger than
+    ``max_bytes`` (default :func:`submission_limit`). The message never shows what the file holds or where a
+    link points; nothing is opened."""
+    limit = submission_limit() if max_bytes is None else max_bytes
+    try:
+        status = os.lstat(path)
+    except OSError as err:
+        raise ValueError(f"{escape.visible(path.name)} cannot be read ({err.strerror})") from None
+    reason = _refusal(path, status, limit)
+    if reason:
+        raise ValueError(reason)
+
+
+def read_submission(path: Path, max_bytes: int | None = None) -> bytes:
+    """The bytes of the submission at ``path``, read only when it is a regular file (not a symbolic link, a pipe,
+    a device or a folder) of at most ``max_bytes`` (default :func:`submission_limit`); ValueError otherwise.
+
+    The file is opened without following a link and without blocking, then checked again on the open file, so
+    that a link or a pipe put in its place between the check and the read is refused too."""
+    limit = submission_limit() if max_bytes is None else max_bytes
+    check_submission(path, limit)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as err:
+        raise ValueError(f"{escape.visible(path.name)} cannot be read ({err.strerror})") from None
+    try:
+        reason = _refusal(path, os.fstat(fd), limit)
+        if reason:
+            raise ValueError(reason)
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise ValueError(f"{escape.visible(path.name)} is over the {limit / 2 ** 20:.3g} MB limit on a submission")
+    return b"".join(chunks)
+
+
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    """The notebook at ``path`` (``.ipynb``, or a jupytext ``.md``); ValueError naming the file when unreadable,
+    and when it is a symbolic link, not a regular file or too large (:func:`read_submission`)."""
+    path = Path(path)
+    data = read_submission(path)  # its own ValueError: a refused file is not "unreadable"
+    try:
+        text = data.decode("utf-8")
         if path.suffix == ".md":
             import jupytext
 
-            return jupytext.read(path)
-        nb = nbformat.read(path, as_version=4)
+            return jupytext.reads(text, fmt={"extension": ".md"})
+        nb = nbformat.reads(text, as_version=4)
         if not isinstance(nb.get("cells"), list):
             raise ValueError("it has no list of cells")
         for cell in nb.cells:
@@ -112,7 +210,8 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
                 raise ValueError("a cell has no type or no source")
         return nb
     except Exception as err:  # a corrupt file must give one clear error
-        raise ValueError(f"{path.name} is not a readable notebook: {str(err)[:200]}") from None
+        reason = "it is not UTF-8 text" if isinstance(err, UnicodeDecodeError) else escape.quote(str(err), 200)
+        raise ValueError(f"{escape.visible(path.name)} is not a readable notebook: {reason}") from None
 
 
 def _grade_id(cell) -> str | None:
@@ -145,11 +244,13 @@ def answer_cells(nb: nbformat.NotebookNode, exercises: list[Exercise]) -> tuple[
         if grade_id in labels:
             by_id.setdefault(grade_id, []).append(index)
         elif grade_id is not None and grade_id.removesuffix(WRITTEN_SUFFIX) not in known:
-            problems.append(f"cell {index} has the grade_id {grade_id[:60]!r}, which names no exercise (renamed?)")
+            problems.append(f"cell {index} has the grade_id {escape.quote(grade_id, 60)}, which names no exercise "
+                            "(renamed?)")
         for label in calls:
             by_call.setdefault(label, []).append(index)
             if grade_id in labels and grade_id != label:
-                problems.append(f"cell {index} has the grade_id {grade_id!r} but verifies {label!r} (renamed?)")
+                problems.append(f"cell {index} has the grade_id {escape.quote(grade_id, 60)} but verifies {label!r} "
+                            "(renamed?)")
     found = {}
     for e in exercises:
         ids, calls = by_id.get(e.label, []), by_call.get(e.label, [])
