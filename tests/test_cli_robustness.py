@@ -355,3 +355,83 @@ def test_a_batch_larger_than_the_data_given_is_one_line(tmp_path, monkeypatch, c
     assert main(["vision", "--config", "smoke", "--out", str(tmp_path / "run"), "--data", str(tmp_path), "--set",
                  "train_images=None", "--set", "test_images=None", "--set", "batch_size=128"]) == 2
     _one_line(capsys, "batch_size (128) exceeds the 64 training images")
+
+
+# Everyday mistakes: each is one line on stderr, no traceback, exit code 2, before any data loads where it can be.
+
+def _no_cuda_device() -> str:
+    """A CUDA device this machine does not have: GPU 0 without CUDA, else one past the last GPU."""
+    return f"cuda:{torch.cuda.device_count() if torch.cuda.is_available() else 0}"
+
+
+@pytest.mark.parametrize("task", ["vision", "bert-pretrain", "bert-finetune"])
+def test_a_device_this_machine_lacks_is_one_line_before_the_data_loads(task, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(vision, "_load_data", _no_data)
+    monkeypatch.setattr(bert_pretrain, "prepare_pretraining", _no_data)
+    extra = ["--from", str(tmp_path / "nowhere")] if task == "bert-finetune" else []
+    device = _no_cuda_device()
+    assert main([task, "--config", "smoke", "--out", str(tmp_path / "run"), "--set", f"device={device}", *extra]) == 2
+    _one_line(capsys, f"{task}: bad config: device='{device}'", "CUDA" if device == "cuda:0" else "this machine has")
+
+
+def test_an_empty_data_folder_is_one_line(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["vision", "--config", "smoke", "--out", str(tmp_path / "run"), "--data", str(empty)]) == 2
+    _one_line(capsys, f"vision: --data {empty}:", "path must be cifar-10-python.tar.gz")
+
+
+def test_a_finetuning_max_length_above_the_pretrained_models_is_one_line(tmp_path, monkeypatch, capsys):
+    pretrained = tmp_path / "pre"
+    pretrained.mkdir()
+    torch.save({"model_config": {"max_length": 64}}, pretrained / CHECKPOINT_NAME)  # all the check reads
+    import attnconv.train.bert_finetune as bert_finetune
+    monkeypatch.setattr(bert_finetune, "_finetune", _no_data)
+    assert main(["bert-finetune", "--config", "smoke", "--from", str(pretrained), "--out", str(tmp_path / "ft"),
+                 "--set", "max_length=65"]) == 2
+    _one_line(capsys, "bert-finetune: bad config: max_length (65) exceeds the pretrained model's max_length (64)",
+              "--set max_length=64")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["vision", "--set", "lr"], "overrides must look like key=value, got 'lr'"),
+    (["vision", "--set", "nosuch=1"], "unknown config field 'nosuch'"),
+    (["vision", "--set", "sa.nope=2"], "unknown config field 'sa.nope'"),
+    (["vision", "--set", f"device={_no_cuda_device()}"], "bad config: device="),
+])
+def test_everyday_mistakes_end_the_command_without_a_traceback(args, message, tmp_path):
+    """Through ``python -m attnconv.train``, as a user runs it: stderr is the one line, the exit code 2."""
+    done = subprocess.run([sys.executable, "-m", "attnconv.train", *args, "--config", "smoke", "--out",
+                           str(tmp_path / "run")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "run").exists()
+
+
+def test_a_huge_learning_rate_stops_resnet18_at_the_first_non_finite_loss(tmp_path, monkeypatch, capsys):
+    """``--model resnet18 --set lr=1e30`` on a real (tiny) CIFAR-10 folder: the run stops at the first NaN or infinite
+    loss, before that step's update, with the step and the reason, exit code 1, and nothing trained after it."""
+    from .cifar_fixtures import tiny_arrays, write_official_folder
+
+    write_official_folder(tmp_path / "cifar", tiny_arrays(64, 32))
+    losses = []
+    real_check = vision.check_finite_loss
+
+    def recording(value, where, checkpoint_path):
+        losses.append((value, where))
+        real_check(value, where, checkpoint_path)
+
+    monkeypatch.setattr(vision, "check_finite_loss", recording)
+    run = tmp_path / "run"
+    assert main(["vision", "--config", "smoke", "--model", "resnet18", "--set", "lr=1e30", "--set", "train_images=64",
+                 "--set", "test_images=32", "--set", "batch_size=16", "--set", "progress=False",
+                 "--data", str(tmp_path / "cifar"),
+                 "--out", str(run)]) == 1
+    finite = [math.isfinite(v) for v, _ in losses]
+    assert finite[-1] is False and all(finite[:-1]), losses  # the first non-finite loss is the last one seen
+    value, where = losses[-1]
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith(f"vision: training stopped: the loss is {value} at {where};"), err
+    assert "no checkpoint was written yet" in err and "Lower the learning rate" in err
+    assert not (run / CHECKPOINT_NAME).exists()

@@ -276,3 +276,18 @@ def test_values_readable_says_no_exactly_where_a_value_cannot_be_read():
     torch.jit.trace(lambda t: seen.append(values_readable(t)) or t * 2, (x,), check_trace=False)
     assert seen == [False, False]
     assert values_readable(x)  # after the transforms, readable again
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64, torch.uint8], ids=str)
+def test_resnet_names_the_dtype_it_expects(dtype):
+    """Images of another dtype than the model's are refused with a ValueError (also a TypeError) that names both
+    dtypes, not conv2d's "expected scalar type"; the model moved to that dtype takes them."""
+    torch.manual_seed(0)
+    model = ResNet(ResNetConfig(width=4, blocks=(1, 1))).eval()
+    images = torch.randint(0, 256, (2, 8, 8, 3)).to(dtype)
+    with pytest.raises(ValueError, match=r"images .*torch\.float32") as info:
+        model(images)
+    assert isinstance(info.value, TypeError) and str(dtype) in str(info.value)
+    if dtype.is_floating_point:
+        with torch.no_grad():
+            assert model.to(dtype)(images).dtype == dtype

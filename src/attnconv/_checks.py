@@ -135,7 +135,8 @@ def floating_input(name: str, x: object, dtype: "torch.dtype") -> None:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
-        raise InputDtypeError(f"{name} must be a floating-point tensor of the module's dtype {dtype}, got {x.dtype}")
+        raise InputDtypeError(f"{name} must be a floating-point tensor of the module's dtype {dtype}, got {x.dtype}"
+                              f": convert it, e.g. {name}.to({dtype})")
     if x.dtype != dtype and not torch.is_autocast_enabled(x.device.type):
         raise InputDtypeError(f"{name} has dtype {x.dtype} but the module's parameters are {dtype}: convert one of "
                               f"them (module.to({x.dtype}) or x.to({dtype}))")

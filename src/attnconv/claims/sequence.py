@@ -8,6 +8,7 @@ import sympy as sp
 import torch
 
 from ..positional.sequence import relative_position_bucket
+from ..proofs import rotary
 from ..proofs import sequence as seq
 from ..proofs.conventions import conventions_match_library
 from .ledger import CH05, Claim
@@ -129,4 +130,36 @@ SEQUENCE_CLAIMS: tuple[Claim, ...] = (
            ("the fixed kernel read at δ, not clip(δ)", partial(seq.composite_is_sum_of_kernels, fixed_clipped=False))),
           f"{CH05}#thm-composite",
           ("tests/test_composite.py::test_matches_the_formula", "tests/test_composite.py::test_relative_logit_sum")),
+    Claim("sinusoid-relative", "a sinusoidal position term p_i^T W p_j depends on j - i alone iff W is a scaled "
+          "rotation [[a, b], [-b, a]] on each frequency's block", "prop-sinusoid-relative",
+          rotary.sinusoidal_bilinear_is_relative,
+          (("a symmetric block [[a, b], [b, a]] (w21 = +w12)", partial(rotary.sinusoidal_bilinear_is_relative,
+                                                                       condition="symmetric")),),
+          f"{CH05}#prop-sinusoid-relative",
+          ("tests/test_rotary.py::test_sinusoidal_term_is_relative_only_for_scaled_rotations",)),
+    Claim("rope-relative", "rotary embeddings give the logit (R_i q)·(R_j k) = q^T R_(j-i) k: positions enter only "
+          "through the offset", "prop-rope-relative", rotary.rotary_logit_is_relative,
+          (("the rotation R_(i+j) (the angles added)", partial(rotary.rotary_logit_is_relative, offset="i+j")),
+           ("the rotation R_(i-j) (the offset flipped)", partial(rotary.rotary_logit_is_relative, offset="i-j"))),
+          f"{CH05}#prop-rope-relative",
+          ("tests/test_rotary.py::test_from_scratch_rotation_is_the_library_and_logits_are_relative",
+           "tests/test_rotary.py::test_rotation_matrices_compose_by_the_offset")),
+    Claim("rope-kernel", "RoPE with constant content is a lightweight convolution whose kernel logits are "
+          "Σ_m r_m cos((j-i)θ_m + φ_m); every such sum of cosines is reached", "thm-rope-kernel",
+          rotary.rotary_constant_content_kernel,
+          (("the kernel read at i - j (flipped)", partial(rotary.rotary_constant_content_kernel, kernel="flipped")),
+           ("no phases: Σ_m r_m cos((j-i)θ_m), an even kernel", partial(rotary.rotary_constant_content_kernel,
+                                                                       phases=False)),
+           ("the zero-padded convolution at the ends", partial(rotary.rotary_constant_content_kernel,
+                                                               renormalize=False))),
+          f"{CH05}#thm-rope-kernel",
+          ("tests/test_rotary.py::test_constant_content_rope_attention_is_a_lightweight_conv",
+           "tests/test_rotary.py::test_kernel_logits_are_a_sum_of_cosines_and_reach_every_coefficient",
+           "tests/test_rotary.py::test_rope_kernels_span_at_most_head_dim_and_come_back")),
+    Claim("rope-content", "with constant keys RoPE is Shaw's query-dependent term with a_δ = R_δ k; with constant "
+          "queries the key-dependent term with c_δ = R_(-δ) q", "prop-rope-content", rotary.rotary_content_kernel,
+          (("a_δ = R_(-δ) k", partial(rotary.rotary_content_kernel, query_sign=-1)),
+           ("c_δ = R_δ q", partial(rotary.rotary_content_kernel, key_sign=1))),
+          f"{CH05}#prop-rope-content",
+          ("tests/test_rotary.py::test_constant_keys_give_shaws_term_and_content_is_not_a_convolution",)),
 )

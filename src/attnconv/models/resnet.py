@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from torch import Tensor, nn
 
-from .._checks import positive_int
+from .._checks import floating_input, positive_int
 
 __all__ = ["BasicBlock", "ResNet", "ResNetConfig"]
 
@@ -85,8 +85,19 @@ class ResNet(nn.Module):
         self.head = nn.Linear(channels, config.num_classes)
 
     def forward(self, images: Tensor) -> Tensor:
+        """Logits ``(B, num_classes)`` of normalised images ``(B, H, W, C)`` in the model's dtype.
+
+        Raises:
+            ValueError: ``images`` is not ``(B, H, W, C)``, or (:class:`~attnconv._checks.InputDtypeError`, also a
+                ``TypeError``) not of the parameters' floating dtype, for example uint8 pixels or float16 images
+                for a float32 model (the message names the dtype expected); under autocast any floating dtype.
+        """
+        if not isinstance(images, Tensor):
+            raise TypeError(f"images must be a torch.Tensor (B, H, W, {self.config.in_channels}), got "
+                            f"{type(images).__name__}")
         if images.dim() != 4 or images.shape[-1] != self.config.in_channels:
             raise ValueError(f"images must be (B, H, W, {self.config.in_channels}), got shape {tuple(images.shape)}")
+        floating_input("images", images, self.head.weight.dtype)  # before conv2d's "expected scalar type"
         x = images.permute(0, 3, 1, 2)  # (B, C, H, W), a channels-last view: no copy
         x = self.stages(self.stem(x))  # (B, 8w, H/8, W/8)
         return self.head(x.mean(dim=(2, 3)))

@@ -12,8 +12,9 @@ Every subcommand takes ``--config NAME``, ``--set KEY=VALUE`` (repeatable), ``--
 for example), ends the command with exit code 1 and a message; the run's last checkpoint is kept, so it can be
 resumed once the cause is fixed. A bad config value (``--set lr=nan``), a run folder that cannot be used (a file, not
 writable, or in use by another run), a resume that does not match its checkpoint (another config or ``--data``)
-and a batch larger than the data are refused before any data loads, in one line with exit code 2; so is an
-unreadable checkpoint. Ctrl-C (SIGINT) ends the run in one line (exit code 130) and a full disk in one line (exit
+and a batch larger than the data are refused before any data loads, in one line with exit code 2; so are a device
+this machine lacks (``--set device=cuda:0`` without CUDA), a fine-tuning ``max_length`` above the pretrained
+model's, an unreadable checkpoint and a ``--data`` that holds no data set (an empty folder). Ctrl-C (SIGINT) ends the run in one line (exit code 130) and a full disk in one line (exit
 code 1); either way the last complete checkpoint is kept and ``--resume`` continues it.
 """
 
@@ -34,7 +35,7 @@ from ..data.tasks import TASKS
 from ..models import MODEL_NAMES
 from ..models.bert import VARIANTS
 from .bert_config import FINETUNE_CONFIGS, PRETRAIN_CONFIGS
-from .._checks import NonFiniteResultError
+from .._checks import NonFiniteResultError, available_device
 from .checkpoint import CheckpointError
 from .folder import RunSetupError
 from .runs import CHECKPOINT_NAME, NonFiniteLossError, apply_overrides, config_to_dict, named_copy
@@ -75,9 +76,14 @@ def _list_or_check(args: argparse.Namespace, configs: dict[str, Any], required: 
 
 
 def _checked_config(args: argparse.Namespace, make: Callable[[], Any]) -> Any:
-    """``make()``, the run's config; a value it refuses ends the command here, before any data loads."""
+    """``make()``, the run's config; a value it refuses, or a device this machine does not have, ends the command
+    here, before any data loads."""
     try:
-        return make()
+        config = make()
+        device = getattr(config, "device", "auto")
+        if device != "auto":  # "cuda:0" without CUDA, "cuda:3" on a machine with two GPUs
+            available_device("device", device)
+        return config
     except (ValueError, TypeError) as err:
         raise _ConfigError(f"{args.task}: bad config: {err}") from None
 
@@ -136,8 +142,32 @@ def _run_finetune(args: argparse.Namespace) -> int:
         return 0
     config = _checked_config(args, lambda: apply_overrides(replace(named_copy(FINETUNE_CONFIGS, args.config), **(
         {} if args.task_name is None else {"task": args.task_name})), args.overrides))
+    _check_pretrained_length(args, config.max_length)
     print(json.dumps(finetune_bert(config, args.pretrained, args.out, resume=args.resume, root=args.data)))
     return 0
+
+
+def _check_pretrained_length(args: argparse.Namespace, max_length: int) -> None:
+    """Refuse a ``max_length`` above the pretrained model's (its position table ends there) before any data loads.
+    A missing or broken checkpoint raises here as it would in :func:`~attnconv.train.bert_finetune.finetune_bert`."""
+    from .checkpoint import load_checkpoint
+
+    path = Path(args.pretrained)
+    state = load_checkpoint(path / CHECKPOINT_NAME if path.is_dir() else path, map_location="cpu",
+                            required=("model_config",))
+    limit = state["model_config"].get("max_length") if isinstance(state["model_config"], dict) else None
+    if isinstance(limit, int) and max_length > limit:
+        raise _ConfigError(f"{args.task}: bad config: max_length ({max_length}) exceeds the pretrained model's "
+                           f"max_length ({limit}) in {args.pretrained}: use --set max_length={limit} or less")
+
+
+def _raised_by_data_loader(err: BaseException) -> bool:
+    """Whether ``err`` was raised by the data loaders (:mod:`attnconv.data`) themselves: their ``ValueError`` says
+    what the given data lacks (an empty ``--data`` folder, an unknown layout), a message for the user."""
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and str(tb.tb_frame.f_globals.get("__name__", "")).startswith("attnconv.data.")
 
 
 add_task("vision", "train an image classifier on CIFAR-10", _configure_vision, _run_vision)
@@ -181,6 +211,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except (_ConfigError, CheckpointError, RunSetupError, FileExistsError, FileNotFoundError) as err:
         print(err if isinstance(err, _ConfigError) else f"{args.task}: {err}", file=sys.stderr)
+        return 2
+    except ValueError as err:
+        if not _raised_by_data_loader(err):
+            raise  # a bug, not a mistake of the user's: the traceback is for us
+        print(f"{args.task}: --data {args.data}: {err}" if getattr(args, "data", None) else f"{args.task}: {err}",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"{args.task}: interrupted; {_kept(args)}: continue with --resume", file=sys.stderr)

@@ -11,7 +11,7 @@ import torch
 from ...attention import MultiHeadSelfAttention
 from ...composite import CompositeAttention
 from ...construct import attention_to_lightconv
-from ...positional import RelativePositionBias
+from ...positional import RelativePositionBias, RotaryEmbedding
 from .core import CheckResult, as_array, as_whole_number, close, describe, load_state, register, state_of
 from .hidden import generator, seeded
 
@@ -124,3 +124,28 @@ def shaw_rank(kernel_logits, rank, shaw, tokens) -> list[CheckResult]:
 
 
 register("ex-05-key-not-query", CH05, "conceptual", 10)(None)
+
+
+def _rope_target(radius: int = 60) -> torch.Tensor:
+    """The kernel logits the exercise asks for, e(δ) = 2 cos δ - sin(δ / 100), for δ = -radius .. radius."""
+    delta = torch.arange(-radius, radius + 1, dtype=torch.float64)
+    return 2 * torch.cos(delta) - torch.sin(0.01 * delta)
+
+
+@register("ex-05-rope-reach", CH05, "code", 15, ("rope_query", "rope_key"), written=1)
+def rope_reach(rope_query, rope_key) -> CheckResult:
+    """The student's query and key go through ``RotaryEmbedding(4).kernel_logits`` here, over δ = -60 .. 60: the
+    logits must be 2 cos δ - sin(δ / 100), within the precision of the coarser of the two dtypes."""
+    q, k = as_array(rope_query), as_array(rope_key)
+    if q is None or k is None or q.shape != (4,) or k.shape != (4,):
+        return CheckResult(False, f"expected a query and a key of 4 numbers each (D_h = 4), received "
+                                  f"{describe(rope_query)} and {describe(rope_key)}")
+    coarse = min((a.dtype for a in (q, k) if a.dtype.kind == "f"), key=lambda d: d.itemsize, default=np.float64)
+    got = RotaryEmbedding(4).kernel_logits(torch.as_tensor(q, dtype=torch.float64),
+                                           torch.as_tensor(k, dtype=torch.float64), 60)
+    ok, err, tol = close(got.numpy().astype(coarse), _rope_target().numpy())
+    if ok:
+        return CheckResult(True, "the kernel logits are 2 cos δ - sin(δ/100) at every offset |δ| ≤ 60")
+    worst = int((got - _rope_target()).abs().argmax()) - 60
+    return CheckResult(False, f"your query and key give kernel logits that differ from 2 cos δ - sin(δ/100) by "
+                              f"{err:.1e} (at δ = {worst}; expected within {tol:.0e})")
