@@ -254,7 +254,7 @@ def test_jit_trace_replays_the_eager_result(name):
         torch.testing.assert_close(traced(*inputs), call(*inputs), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float64], ids=str)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float64], ids=str)
 @pytest.mark.parametrize("name", list(CASES))
 def test_a_layer_moved_to_a_dtype_returns_that_dtype(name, dtype):
     """``layer.to(dtype)`` with inputs of that dtype returns that dtype: float32 sums of a bfloat16 kernel are cast
@@ -291,3 +291,13 @@ def test_resnet_names_the_dtype_it_expects(dtype):
     if dtype.is_floating_point:
         with torch.no_grad():
             assert model.to(dtype)(images).dtype == dtype
+
+
+@pytest.mark.parametrize("name", ["mhsa-padded", "lightconv-renormalize", "composite"])
+def test_torch_compile_traces_the_checks_away(name):
+    """Under ``torch.compile(fullgraph=True)`` no check reads a value (a read would be a graph break, an error here);
+    the compiled layer gives the eager result."""
+    call, inputs = _built(name)
+    compiled = torch.compile(call, fullgraph=True, backend="eager")
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(*inputs), call(*inputs))
