@@ -48,7 +48,7 @@ def test_a_cell_that_raises_or_loops_is_the_reason_given(toy):
     report = _grade(write(toy / "a.ipynb", SETUP, boom, loop), cell_timeout=20)
     grades = _by_label(report)
     assert report.score == 0
-    assert grades["ex-toy-answer"].message == "your cell raised ValueError: boom"
+    assert grades["ex-toy-answer"].message == "your cell raised ValueError: 'boom'"
     assert "ran past the 20 s time limit" in grades["ex-toy-square"].message
     assert [e["cell"] for e in report.cell_errors] == [1, 2]
 

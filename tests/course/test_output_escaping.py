@@ -86,9 +86,13 @@ def test_a_reply_forged_in_the_sandbox_is_no_2000_character_channel(toy):
 
     forger = ("import inspect, os\n"
               "reply = inspect.currentframe().f_back.f_locals['reply']\n"
-              "reply({'error': 'full marks\\r\\x1b[2K' + ','.join(map(str, xs)) * 200})\n"
+              "reply({'error': PREFIX + 'full marks\\r\\x1b[2K' + ','.join(map(str, xs)) * 200})\n"
               "os._exit(0)\n")
-    answers = {"ex-toy-square": run_function_exercise("ex-toy-square", forger, 7, 120, ("toy_checks",))}
+    free = run_function_exercise("ex-toy-square", forger.replace("PREFIX", "''"), 7, 120, ("toy_checks",))
+    assert free == (None, "the sandbox's reply could not be read")  # a reply in no form of the sandbox's own
+    prefix = repr("on hidden inputs your cell raised KeyError: ")
+    answers = {"ex-toy-square": run_function_exercise("ex-toy-square", forger.replace("PREFIX", prefix), 7, 120,
+                                                      ("toy_checks",))}
     assert answers["ex-toy-square"][0] is None and len(answers["ex-toy-square"][1]) > 1500  # the forgery arrived
     grade = _grade_one(EXERCISES["ex-toy-square"], {"ex-toy-square": 2}, {}, {}, answers, {"ex-toy-square": 7},
                        None)

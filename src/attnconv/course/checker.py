@@ -63,7 +63,8 @@ class Library:
         for root in roots:
             paths = [root] if root.is_file() else sorted(root.rglob("*"))
             for path in paths:
-                if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".tmp"):
+                if (path.is_file() and "__pycache__" not in path.parts and "_records" not in path.parts
+                        and path.suffix not in (".pyc", ".tmp")):  # records reach the kernel as $ATTNCONV_RESULTS
                     files[str(path.relative_to(root.parent))] = path.read_bytes()
         cls._cache[checks] = library = cls(files)
         return library
@@ -85,7 +86,10 @@ def python_path(library: Path) -> str:
     import attnconv
 
     own = str(Path(attnconv.__file__).resolve().parents[1])
-    rest = [p for p in sys.path if p and os.path.isdir(p) and os.path.realpath(p) != own]
+    if Path(own).name in ("site-packages", "dist-packages"):  # an installed attnconv: its neighbours are needed
+        own = ""
+    here = os.path.realpath(os.getcwd())  # the grader's working folder is no place to import from
+    rest = [p for p in sys.path if p and os.path.isdir(p) and os.path.realpath(p) not in (own, here)]
     return os.pathsep.join(dict.fromkeys([str(library)] + rest))
 
 
@@ -134,9 +138,11 @@ class Checker:
         self.isolation.prepare(scratch)
         env = clean_env({"PYTHONPATH": python_path(self.library), "HOME": str(scratch), "OMP_NUM_THREADS": "1",
                          "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1"})
-        cmd = self.isolation.command([sys.executable, "-m", "attnconv.course.checker", json.dumps(self.checks)],
+        # -P (Python 3.11+): the working folder is not put on sys.path; it is the read-only library in any case
+        safe = ["-P"] if sys.version_info >= (3, 11) else []
+        cmd = self.isolation.command([sys.executable, *safe, "-m", "attnconv.course.checker", json.dumps(self.checks)],
                                      scratch, env, Limits(memory_mb=self.memory_mb, cpu_s=int(self.timeout) * 50),
-                                     readable=(self.library,))
+                                     cwd=self.library, readable=(self.library,))
         return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
 

@@ -121,6 +121,8 @@ def _isolated_manager(isolation: Isolation, scratch: Path, cwd: Path, env: dict,
 
     class IsolatedKernelManager(AsyncKernelManager):
         async def _async_launch_kernel(self, kernel_cmd, **kw):
+            if isolation.uid is not None:  # jupyter_client wrote it 0600 for the grader: the kernel's user reads it
+                os.chown(self.connection_file, isolation.uid, isolation.gid)
             kw.update(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             return await super()._async_launch_kernel(kernel_cmd, **kw)
 
@@ -178,16 +180,16 @@ def _still_busy(client, index: int, cell) -> None:
 
 def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonce: str, isolation: Isolation,
                  scratch: Path, cwd: Path, library: Path, pythonpath: str, limits: Limits, cell_timeout: int,
-                 total_timeout: int, hide: tuple[Path, ...] = ()) -> KernelRun:
+                 total_timeout: int, hide: tuple[Path, ...] = (), extra_env: dict[str, str] | None = None) -> KernelRun:
     """Execute ``nb`` in place (see the module docstring); ``capture_after`` maps a cell index to the exercises
-    whose answers are read right after it."""
+    whose answers are read right after it; ``extra_env`` is added to the kernel's environment."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, DeadKernelError
 
     run = KernelRun()
     env = clean_env({"PYTHONPATH": pythonpath, "HOME": str(scratch), "IPYTHONDIR": str(scratch / ".ipython"),
                      "MPLCONFIGDIR": str(scratch / ".matplotlib"), "MPLBACKEND": "Agg",
-                     "PYTHONDONTWRITEBYTECODE": "1", "JUPYTER_PLATFORM_DIRS": "1"})
+                     "PYTHONDONTWRITEBYTECODE": "1", "JUPYTER_PLATFORM_DIRS": "1", **(extra_env or {})})
     manager = _isolated_manager(isolation, scratch, cwd, env, limits, hide, (library,))
     client = NotebookClient(nb, km=manager, timeout=cell_timeout, allow_errors=True, interrupt_on_timeout=True,
                             error_on_timeout={"ename": "CellTimeout", "evalue": "time limit"}, log=_QUIET,

@@ -39,9 +39,11 @@ from pathlib import Path
 
 from .checker import Checker, Library, python_path
 from .execute import become_subreaper, descendants, kill_tree, run_notebook
+from .escape import exit_status, plain, visible
 from .exercises import exercises_for, score_results
 from .exercises.core import CheckResult, Exercise
 from .gradebook import write_gradebook
+from ..records import RESULTS_ENV_VAR, results_dir
 from .isolation import Isolation, Limits, detect
 from .report import ExerciseGrade, GradeReport, answer_cells, read_notebook, resolve_chapter, written_answers
 from .sandbox import run_function_exercise
@@ -76,6 +78,14 @@ def _later(label: str, index: int, died_at: int | None) -> str | None:
         return f"the kernel died in cell {died_at}, before this exercise's cell {index} ran" if died_at >= 0 \
             else "the kernel did not start"
     return None
+
+
+def _records() -> Path | None:
+    """The committed records an exercise reads (:func:`attnconv.records.results_dir`), resolved by the grader."""
+    try:
+        return results_dir().resolve()
+    except FileNotFoundError:
+        return None
 
 
 def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: int = 120,
@@ -118,16 +128,16 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
         lib = library.write(folder / "library")
         scratch = folder / "scratch"
         isolation.prepare(scratch)
-        cwd = scratch / "notebook"  # the notebook's folder, so that ../results resolves as in the book
+        cwd = scratch / "notebook"  # the notebook's folder, so that an older edition's ../results resolves too
         cwd.mkdir()
         os.chown(cwd, *(os.stat(scratch)[4:6]))
-        results = path.resolve().parent.parent / "results"
-        if results.is_dir():
-            (scratch / "results").symlink_to(results)
+        records = _records()  # the grader's own records, wherever the submission sits
+        if records is not None:
+            (scratch / "results").symlink_to(records)
         hidden = tuple(hide) + (path.resolve().parent,)
         run = run_notebook(nb, capture_after, secrets.token_hex(8), isolation, scratch, cwd, lib, python_path(lib),
                            Limits(memory_mb=memory_mb, cpu_s=total_timeout + 60), cell_timeout, total_timeout,
-                           hide=hidden)
+                           hide=hidden, extra_env={RESULTS_ENV_VAR: str(records)} if records is not None else None)
         report.cell_errors = [{"cell": i, "ename": e["ename"], "evalue": e["evalue"]}
                               for i, e in sorted(run.errors.items())]
         report.written, problems = written_answers(nb, chapter)
@@ -222,7 +232,7 @@ def _grade_in_worker(path: Path, chapter: str, cell_timeout: int, total_timeout:
             return _failed(path, chapter, "grading this notebook ran past the grader's own time limit")
         lines = [line for line in stdout.splitlines() if line.startswith(WORKER_MARKER)]
         if not lines:
-            tail = (stderr.strip().splitlines() or [f"exit status {worker.returncode}"])[-1]
+            tail = (stderr.strip().splitlines() or [exit_status(worker.returncode)])[-1]
             return _failed(path, chapter, f"this notebook could not be graded: {tail[:300]}")
         return GradeReport.from_json(lines[-1][len(WORKER_MARKER):])
     finally:
@@ -258,6 +268,18 @@ def _worker(args) -> int:
     return 0
 
 
+def refuse(isolation: Isolation, mode: str, checks: tuple[str, ...] = ()) -> str | None:
+    """Why the grader must not start, in one line, or ``None``: untrusted code without bubblewrap needs the
+    instructor's explicit ``--isolation none``, and a sandbox that cannot start a kernel grades nobody."""
+    if mode == "auto" and isolation.bwrap is None:
+        return ("bubblewrap (bwrap) is not available, so a student's code could reach the grader and the other "
+                "submissions. Install it (Debian/Ubuntu: apt-get install bubblewrap; in Docker it also needs user "
+                "namespaces), or pass --isolation none to accept weaker isolation (one submission at a time)")
+    from .preflight import preflight
+
+    return preflight(isolation, checks)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("submission", type=Path, help="a notebook (.ipynb), or a folder of them")
@@ -272,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--total-timeout", type=int, default=1800, help="seconds for the whole notebook")
     parser.add_argument("--memory-mb", type=int, default=8192, help="address space of the kernel (default 8192)")
     parser.add_argument("--isolation", choices=("auto", "none"), default="auto",
-                        help="auto: the most this machine allows (default); none: limits only")
+                        help="auto: bubblewrap and an unprivileged user (the default; refuses to grade without "
+                             "bubblewrap); none: limits only, accepted explicitly, one submission at a time")
     parser.add_argument("--checks", action="append", default=[], help="a module registering extra exercises")
     parser.add_argument("--hide", action="append", type=Path, default=[], help=argparse.SUPPRESS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -285,6 +308,11 @@ def main(argv: list[str] | None = None) -> int:
         return _worker(args)
     isolation = detect(args.isolation)
     print(isolation.summary(), file=sys.stderr)
+    refusal = refuse(isolation, args.isolation, tuple(args.checks))
+    if refusal:
+        parser.exit(2, f"error: refusing to grade: {refusal}\n")
+    if args.isolation == "none":
+        args.jobs = 1  # nothing keeps two submissions apart: one at a time, every process killed in between
     if args.submission.is_dir():
         if not args.chapter:
             parser.error("grading a folder needs --chapter")
@@ -313,8 +341,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"written answers in {written}/ (fill in each points: line, then run again)")
         write_gradebook(reports, gradebook, written)
         for report in reports:
-            print(f"{report.student:24s} {report.score}/{report.max_score}  ({report.seconds:.0f} s)"
-                  + "".join(f"\n    {p}" for p in report.problems if not p.startswith("not isolated")))
+            print(f"{visible(report.student):24s} {report.score}/{report.max_score}  ({report.seconds:.0f} s)"
+                  + "".join(f"\n    {plain(p)}" for p in report.problems if not p.startswith("not isolated")))
         print(f"gradebook written to {gradebook}")
     return 0
 

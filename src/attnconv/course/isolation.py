@@ -99,15 +99,61 @@ class Isolation:
             cmd += [self.bwrap] + (["--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"] if self.mapped else [])
             cmd += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
                     "--unshare-all", "--die-with-parent"]
-            for path in readable:  # a private folder under /tmp: bound again, read-only, in the private /tmp
+            # Under /tmp: bound again, read-only, in the private /tmp; a folder inside a hidden one after the hiding
+            # (the grader's Python beside the submissions), any other before it (so that it hides nothing again).
+            back = rebound(readable, env, others_only=bool(self.setpriv and self.uid is not None))
+            inside = [p for p in back if any(_under(p, Path(h).resolve()) for h in hide)]
+            for path in [p for p in back if p not in inside]:
                 cmd += ["--ro-bind", str(path), str(path)]
             for path in hide:
                 if path.is_dir():
                     cmd += ["--tmpfs", str(path)]
                 elif path.exists():
                     cmd += ["--ro-bind", "/dev/null", str(path)]
+            for path in inside:
+                cmd += ["--ro-bind", str(path), str(path)]
             cmd += ["--bind", str(scratch), str(scratch), "--chdir", str(cwd or scratch), "--"]
         return cmd + list(argv)
+
+
+def _under(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _open_to_others(path: Path) -> bool:
+    """Whether a user with no claim on ``path`` can reach it: every folder above it enterable by others, and it
+    readable (and, for a folder, enterable) by others."""
+    try:
+        if any(not os.stat(folder).st_mode & 0o001 for folder in path.parents):
+            return False
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return bool(mode & 0o004) and (not path.is_dir() or bool(mode & 0o001))
+
+
+def rebound(readable: tuple[Path, ...], env: dict[str, str], others_only: bool = False) -> list[Path]:
+    """The folders under ``/tmp`` that a sandboxed process needs, each bound back read-only into its private
+    ``/tmp``: ``readable`` (the pristine library), this Python (its executable, prefix and ``sys.path``), the
+    ``PYTHONPATH`` given to the process, and the data and records it is pointed at (``ATTNCONV_DATA``,
+    ``ATTNCONV_RESULTS``). A grader installed in a virtual environment under ``/tmp`` then runs the same as
+    one anywhere else. Nested folders are bound once, through the outermost. ``others_only``: bubblewrap runs as
+    the unprivileged user, which can bind only what it can reach (:func:`_open_to_others`)."""
+    tmp = Path("/tmp").resolve()
+    wanted = [Path(p) for p in readable]
+    wanted += [Path(sys.executable).parent.parent, Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
+    here = Path.cwd().resolve()  # the grader's working folder (sys.path[0] under -m) is nothing the process needs
+    wanted += [Path(p) for p in sys.path if p and Path(p).resolve() != here]
+    wanted += [Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    wanted += [Path(env[k]) for k in ("ATTNCONV_DATA", "ATTNCONV_RESULTS") if env.get(k)]
+    found: list[Path] = []
+    for path in wanted:
+        for candidate in dict.fromkeys([path.absolute(), path.resolve()]):
+            if (_under(candidate, tmp) and candidate != tmp and candidate.exists()
+                    and (not others_only or _open_to_others(candidate))):
+                found.append(candidate)
+    found = sorted(set(found), key=lambda p: len(p.parts))
+    return [p for i, p in enumerate(found) if not any(_under(p, q) for q in found[:i])]
 
 
 def _probe(cmd: list[str]) -> bool:

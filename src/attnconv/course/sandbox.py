@@ -86,12 +86,17 @@ def run_function_exercise(label: str, code: str, seed: int, timeout: float = 180
             proc.wait()
     lines = [line for line in stdout.decode(errors="replace").splitlines() if line.startswith(MARKER)]
     if not lines:
+        if proc.returncode is not None and proc.returncode < 0:  # a kill: the signal, not what the cell printed
+            return None, f"the grader could not run your cell on hidden inputs ({_status(proc.returncode)})"
         tail = stderr.decode(errors="replace").strip().splitlines()[-1:] or [_status(proc.returncode)]
         return None, f"the grader could not run your cell on hidden inputs ({tail[0][:200]})"
     try:
         reply = json.loads(lines[-1][len(MARKER):])
-        if "error" in reply:
-            return None, str(reply["error"])[:2000]
+        if "error" in reply:  # only the sandbox's own two forms; anything else was forged by the cell
+            error = str(reply["error"])
+            if not error.startswith(("on hidden inputs your cell raised ", "on hidden inputs, using your answer raised ")):
+                return None, "the sandbox's reply could not be read"
+            return None, error[:2000]
         if not isinstance(reply.get("answers"), str):
             raise ValueError("no answers")
     except (ValueError, AttributeError):
@@ -101,7 +106,9 @@ def run_function_exercise(label: str, code: str, seed: int, timeout: float = 180
 
 def _status(code: int) -> str:
     if code < 0:
-        return f"the process was killed by signal {-code}: the memory or CPU limit, or a kill"
+        from .escape import exit_status
+
+        return f"the process was {exit_status(code)}: the memory or CPU limit, or a kill"
     return f"exit status {code}"
 
 
