@@ -88,7 +88,7 @@ class ResNet(nn.Module):
         """Logits ``(B, num_classes)`` of normalised images ``(B, H, W, C)`` in the model's dtype.
 
         Raises:
-            ValueError: ``images`` is not ``(B, H, W, C)``, or (:class:`~attnconv._checks.InputDtypeError`, also a
+            ValueError: ``images`` is not ``(B, H, W, C)``, or (``InputDtypeError`` of ``attnconv._checks``, also a
                 ``TypeError``) not of the parameters' floating dtype, for example uint8 pixels or float16 images
                 for a float32 model (the message names the dtype expected); under autocast any floating dtype.
         """
