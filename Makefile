@@ -20,10 +20,16 @@ help:
 
 install: $(STAMP)
 
+# TORCH_INDEX=https://download.pytorch.org/whl/cpu adds PyTorch's CPU index to PyPI for this install, so that torch
+# comes as its CPU-only wheel rather than PyPI's CUDA build (several GB on Linux). Empty by default: the install
+# reads only the package registries pip is configured with (CI sets PIP_EXTRA_INDEX_URL to the same effect).
+# PYTHON picks the interpreter that creates .venv: 3.10 to 3.13 are covered (results/python-matrix).
+TORCH_INDEX ?=
+
 # Reinstall only when the requirements or the package metadata change.
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) -r requirements.txt
+	$(PIP) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) -r requirements.txt
 	$(PIP) --no-deps -e .
 	touch $@
 
