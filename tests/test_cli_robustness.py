@@ -379,6 +379,20 @@ def test_an_empty_data_folder_is_one_line(tmp_path, capsys):
     empty.mkdir()
     assert main(["vision", "--config", "smoke", "--out", str(tmp_path / "run"), "--data", str(empty)]) == 2
     _one_line(capsys, f"vision: --data {empty}:", "path must be cifar-10-python.tar.gz")
+    broken = tmp_path / "images.zip"
+    broken.write_bytes(b"not a zip")
+    assert main(["vision", "--config", "smoke", "--out", str(tmp_path / "run2"), "--data", str(broken)]) == 2
+    _one_line(capsys, f"vision: --data {broken}:", "not a readable zip archive")
+
+
+def test_a_bug_in_training_keeps_its_traceback(tmp_path, monkeypatch):
+    """Only the data loaders' own ValueError is a user's mistake; one raised elsewhere propagates."""
+    def broken(*args, **kwargs):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(vision, "_load_data", broken)
+    with pytest.raises(ValueError, match="a bug"):
+        main(["vision", "--config", "smoke", "--out", str(tmp_path / "run"), "--data", str(tmp_path)])
 
 
 def test_a_finetuning_max_length_above_the_pretrained_models_is_one_line(tmp_path, monkeypatch, capsys):

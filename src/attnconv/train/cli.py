@@ -162,8 +162,9 @@ def _check_pretrained_length(args: argparse.Namespace, max_length: int) -> None:
 
 
 def _raised_by_data_loader(err: BaseException) -> bool:
-    """Whether ``err`` was raised by the data loaders (:mod:`attnconv.data`) themselves: their ``ValueError`` says
-    what the given data lacks (an empty ``--data`` folder, an unknown layout), a message for the user."""
+    """Whether ``err`` was raised by the data loaders (:mod:`attnconv.data`) themselves: their ``ValueError`` or
+    ``RuntimeError`` says what the given data lacks (an empty ``--data`` folder, an unknown layout, a broken zip), a
+    message for the user."""
     tb = err.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
@@ -212,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     except (_ConfigError, CheckpointError, RunSetupError, FileExistsError, FileNotFoundError) as err:
         print(err if isinstance(err, _ConfigError) else f"{args.task}: {err}", file=sys.stderr)
         return 2
-    except ValueError as err:
+    except (ValueError, RuntimeError) as err:  # e.g. an empty --data folder, a zip that is not one
         if not _raised_by_data_loader(err):
             raise  # a bug, not a mistake of the user's: the traceback is for us
         print(f"{args.task}: --data {args.data}: {err}" if getattr(args, "data", None) else f"{args.task}: {err}",
