@@ -45,7 +45,9 @@ import zipfile
 from pathlib import Path
 
 from . import escape
-from .grade import grade_notebook, resolve_chapter
+from .grade import grade_notebook, refuse, resolve_chapter
+from ..records import RECORD_SUFFIXES, results_dir
+from .isolation import detect
 from .report import MAX_SUBMISSION_MB, check_submission
 
 __all__ = ["build_autograder", "gradescope_results", "main", "run"]
@@ -130,8 +132,13 @@ def build_autograder(chapter: str, out: Path, cell_timeout: int = 120, total_tim
         archive.writestr("requirements.txt", REQUIREMENTS)
         archive.writestr("autograder_config.json", json.dumps(config, indent=2) + "\n")
         for path in sorted(package.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".tmp"):
+            if (path.is_file() and "__pycache__" not in path.parts and "_records" not in path.parts
+                    and path.suffix not in (".pyc", ".tmp")):
                 archive.write(path, f"files/attnconv/{path.relative_to(package).as_posix()}")
+        records = results_dir()  # what the exercises read, installed as the package's own copy
+        for path in sorted(records.rglob("*")):
+            if path.is_file() and path.suffix in RECORD_SUFFIXES:
+                archive.write(path, f"files/attnconv/_records/{path.relative_to(records).as_posix()}")
     tmp.replace(out)
     return out
 
@@ -188,8 +195,15 @@ def run(root: Path) -> dict:
             except ValueError as err:
                 results = {"score": 0, "tests": [], **_output(f"this submission was not graded: {err}")}
             else:
+                # A sandbox that cannot start a kernel grades nobody: no results.json, so Gradescope reports the
+                # autograder's failure to the instructor instead of a 0 for an honest student.
+                isolation = detect(config.get("isolation", "auto"))
+                refusal = refuse(isolation, config.get("isolation", "auto"))
+                if refusal:
+                    raise SystemExit(f"refusing to grade: {refusal}")
                 report = grade_notebook(notebook, config["chapter"], config["cell_timeout"],
-                                        config["total_timeout"], hide=(root / "submission", results_dir))
+                                        config["total_timeout"], isolation=isolation,
+                                        hide=(root / "submission", results_dir))
                 results = gradescope_results(report)
                 print(report.table())
     except Exception as err:  # noqa: BLE001  (whatever went wrong, the student gets a results.json saying so)

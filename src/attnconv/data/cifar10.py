@@ -19,6 +19,7 @@ import numpy as np
 import pooch
 import torch
 
+from .._checks import int_at_least
 from .cache import load_arrays, save_arrays
 from .download import cifar10_md5, cifar10_url, mirror_in_use
 from .cifar10_files import (CIFAR10_CLASSES, CIFAR10_URL, FolderFiles, ZipFiles, check_arrays, decode_image,
@@ -35,11 +36,14 @@ class ExampleImage:
         pixels: ``(32, 32, 3)`` uint8 tensor, (H, W, C).
         label: class name, or ``"generated"``.
         source: a sentence saying which data this is, for the chapter to print.
+        book: the image is one the book's numbers were measured on (the official archive or the JPEG
+            re-encoding of the same split); a chapter checks the numbers it quotes only then.
     """
 
     pixels: torch.Tensor
     label: str
     source: str
+    book: bool = False
 
     @property
     def is_real(self) -> bool:
@@ -61,8 +65,11 @@ def generated_image(size: int = 32, seed: int = 0) -> torch.Tensor:
     return torch.from_numpy((np.clip(img, 0, 1) * 255).round().astype(np.uint8))
 
 
-def example_image(index: int = 0, split: str = "test") -> ExampleImage:
+def example_image(index: int = 0, split: str = "test", label: str | None = None) -> ExampleImage:
     """Image number ``index`` of a CIFAR-10 split when a local copy exists, else a generated stand-in.
+
+    With ``label`` (a class name), ``index`` counts within that class only: ``example_image(0, label="cat")`` is
+    the first cat of any copy, of whatever size (a mirror's, a test's), where a flat index assumes 1,000 per class.
 
     The copy is ``$ATTNCONV_DATA/cifar10-jpeg/<split>.zip`` when it exists, else an official archive (or its
     extracted folder) that :func:`load_cifar10` finds without downloading: in ``$ATTNCONV_DATA`` or the cache
@@ -75,40 +82,67 @@ def example_image(index: int = 0, split: str = "test") -> ExampleImage:
     """
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    if label is not None and label not in CIFAR10_CLASSES:
+        raise ValueError(f"label must be one of {CIFAR10_CLASSES} or None, got {label!r}")
     root = data_root()
     archive = None if root is None else root / "cifar10-jpeg" / f"{split}.zip"
     if archive is None or not archive.is_file():
-        return _example_from_arrays(index, split)
+        return _example_from_arrays(index, split, label)
     try:
         with zipfile.ZipFile(archive) as zf:
             names = sorted(n for n in zf.namelist() if n.lower().endswith((".jpg", ".jpeg", ".png")))
+            if label is not None:
+                names = [n for n in names if n.split("/")[-2] == label]
             if not 0 <= index < len(names):
-                raise ValueError(f"index must be in [0, {len(names)}) for the {split} split, got {index}")
+                raise ValueError(f"index must be in [0, {len(names)}) for the {split} split"
+                                 f"{'' if label is None else f' of class {label}'}, got {index}")
             name = names[index]
             pixels = decode_image(read_member(zf, name, archive), name, str(archive))
     except zipfile.BadZipFile as err:
         raise RuntimeError(f"{archive} is not a readable zip archive ({err}); replace it with a fresh copy") from err
-    label = name.split("/")[-2]
-    if label not in CIFAR10_CLASSES or pixels.shape != (32, 32, 3):
+    found = name.split("/")[-2]
+    if found not in CIFAR10_CLASSES or pixels.shape != (32, 32, 3):
         raise RuntimeError(
             f"{archive}: expected {split}/<class>/NNNN.jpg holding 32x32 RGB images, found {name!r} of shape {pixels.shape}"
         )
-    return ExampleImage(torch.from_numpy(pixels.copy()), label, f"CIFAR-10 {split} image {index} in class order ({label}), from {archive.name}")
+    return ExampleImage(torch.from_numpy(pixels.copy()), found, f"{_which(split, index, label, found)}, from {archive.name}",
+                        book=True)
 
 
-def _example_from_arrays(index: int, split: str) -> ExampleImage:
+def test_image(index: int) -> ExampleImage:
+    """Test image ``index`` as numbered in the official test split (1,000 per class, in class order), found by its
+    class and its place in it, so that any copy that holds it (a mirror's, a smaller one) gives that image, and a
+    copy without it says so: :func:`example_image` ``(index % 1000, label=class)``."""
+    int_at_least("index", index, 0)
+    if index >= 10_000:
+        raise ValueError(f"index must be in [0, 10000) (the official test split), got {index}")
+    return example_image(index % 1000, "test", label=CIFAR10_CLASSES[index // 1000])
+
+
+def _which(split: str, index: int, label: str | None, found: str) -> str:
+    """How a chapter names the image it shows: by its place in class order, or within its class."""
+    if label is None:
+        return f"CIFAR-10 {split} image {index} in class order ({found})"
+    return f"CIFAR-10 {split} image {index} of class {label}"
+
+
+def _example_from_arrays(index: int, split: str, label: str | None = None) -> ExampleImage:
     """:func:`example_image` from an official copy that needs no download, else a generated stand-in."""
     try:
         data = load_cifar10(download=False, expected_sizes=None)
     except FileNotFoundError:
-        return ExampleImage(generated_image(seed=index), "generated", stand_in_notice("a generated 32x32 image"))
+        seed = index if label is None else 1000 * CIFAR10_CLASSES.index(label) + index  # distinct per class too
+        return ExampleImage(generated_image(seed=seed), "generated", stand_in_notice("a generated 32x32 image"))
     images, labels = (data.train_images, data.train_labels) if split == "train" else (data.test_images, data.test_labels)
-    if not 0 <= index < len(images):
-        raise ValueError(f"index must be in [0, {len(images)}) for the {split} split, got {index}")
     order = torch.sort(labels, stable=True).indices  # by class, then by place in the copy
-    label = CIFAR10_CLASSES[int(labels[order[index]])]
-    return ExampleImage(images[order[index]].clone(), label,
-                        f"CIFAR-10 {split} image {index} in class order ({label}), from the {data.description}")
+    if label is not None:
+        order = order[labels[order] == CIFAR10_CLASSES.index(label)]
+    if not 0 <= index < len(order):
+        raise ValueError(f"index must be in [0, {len(order)}) for the {split} split"
+                         f"{'' if label is None else f' of class {label}'}, got {index}")
+    found = CIFAR10_CLASSES[int(labels[order[index]])]
+    return ExampleImage(images[order[index]].clone(), found, f"{_which(split, index, label, found)}, from the "
+                        f"{data.description}", book=data.origin in ("official", "jpeg"))
 
 
 def stand_in_notice(what: str) -> str:
@@ -149,8 +183,10 @@ class CIFAR10:
 
     @property
     def description(self) -> str:
-        """``"official CIFAR-10"`` or ``"JPEG re-encoding"``: which pixels a result was measured on."""
-        names = {"official": "official CIFAR-10", "jpeg": "JPEG re-encoding", "generated": "generated stand-in"}
+        """``"official CIFAR-10"`` (the archive with the official md5) or ``"JPEG re-encoding"``: which pixels a
+        result was measured on; an archive in the official format with another md5 is named as a mirror's."""
+        names = {"official": "official CIFAR-10", "jpeg": "JPEG re-encoding", "generated": "generated stand-in",
+                 "mirror": "CIFAR-10-format archive from a mirror (not the official md5)"}
         return names.get(self.origin, f"{self.origin} files")
 
 
@@ -235,7 +271,10 @@ def load_cifar10(
         arrays, meta = cached
         check_arrays(arrays, expected_sizes, copy.description)
     tensors = {k: torch.from_numpy(v) for k, v in arrays.items()}
-    return CIFAR10(**tensors, origin=meta["origin"], source=copy.description)  # not the cached text: paths move
+    origin = meta["origin"]
+    if origin == "official" and md5 != CIFAR10_MD5:  # the official format, but not the official archive's md5
+        origin = "mirror"
+    return CIFAR10(**tensors, origin=origin, source=copy.description)  # not the cached text: paths move
 
 
 def _find(cache: Path, download: bool, md5: str | None) -> _Copy:

@@ -33,14 +33,15 @@ TEST_IMAGES = (3, 3000, 7000, 8000)
 
 def colour_images(indices: Sequence[int] = TEST_IMAGES) -> list[dict[str, Any]]:
     """``[{"label", "index", "pixels" (32, 32, 3) uint8, "real"}]``: CIFAR-10 test images, or generated stand-ins."""
-    from ..data import example_image
+    from ..data.cifar10 import test_image
 
     out = []
     for i, index in enumerate(indices):
-        ex = example_image(index=index)
+        ex = test_image(index)
         real = ex.source.startswith("CIFAR-10")
         label = f"test image {index}: {ex.label}" if real else f"generated image {i + 1} (no CIFAR-10 copy)"
-        out.append({"label": label, "index": int(index), "pixels": ex.pixels.numpy().astype(np.uint8), "real": real})
+        out.append({"label": label, "index": int(index), "pixels": ex.pixels.numpy().astype(np.uint8), "real": real,
+                    "book": ex.book})
     return out
 
 

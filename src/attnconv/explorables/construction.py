@@ -45,16 +45,16 @@ def grey_images(indices: Sequence[int] = TEST_IMAGES) -> list[dict[str, Any]]:
 
     Real CIFAR-10 test images when a local copy exists; otherwise generated stand-ins, labelled as such.
     """
-    from ..data import example_image
+    from ..data.cifar10 import test_image
 
     out = []
     for i, index in enumerate(indices):
-        ex = example_image(index=index)
+        ex = test_image(index)
         rgb = ex.pixels.numpy().astype(np.float64)
         grey = np.round(rgb @ np.array([0.299, 0.587, 0.114])).clip(0, 255).astype(np.uint8)  # (32, 32)
         real = ex.source.startswith("CIFAR-10")
         label = f"test image {index}: {ex.label}" if real else f"generated image {i + 1} (no CIFAR-10 copy)"
-        out.append({"label": label, "pixels": grey, "real": real})
+        out.append({"label": label, "pixels": grey, "real": real, "book": ex.book})
     return out
 
 

@@ -1,0 +1,117 @@
+""""Run all" as a Colab reader does it, for every chapter and every student edition, with no repository around.
+
+- The package is installed as the first cell installs it: built from this checkout into a wheel (not editable,
+  records included) and installed into a folder of its own, once for the module; each notebook's install cell
+  then puts that folder first on ``sys.path`` in place of the ``%pip`` line.
+- Each notebook runs top to bottom in a fresh kernel whose working folder is outside the repository, with a
+  stand-in ``google.colab``, no ``ATTNCONV_DATA``, and the downloads served on 127.0.0.1 (a tiny CIFAR-10 archive
+  in the official format and sample NLTK zips), so that every chapter takes its Colab branches at small sizes.
+- A chapter must finish with no error. A student edition must stop at its first stub with the stub's
+  ``NotImplementedError``, and nowhere before it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from ..local_mirror import build_mirror, serve
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = [("notebooks", c) for c in CHAPTERS] + [("student", c) for c in CHAPTERS]
+INSTALL = '%pip install -q "attnconv @ git+https://github.com/attnconv/attnconv"'
+
+_COLAB = '''
+import os, sys, types
+from pathlib import Path
+
+def _mount(mountpoint, force_remount=False):
+    (Path(mountpoint) / "MyDrive").mkdir(parents=True, exist_ok=True)
+
+google = types.ModuleType("google"); colab = types.ModuleType("google.colab")
+drive = types.ModuleType("google.colab.drive"); drive.mount = _mount
+colab.drive, google.colab = drive, colab
+sys.modules.update({"google": google, "google.colab": colab, "google.colab.drive": drive})
+os.environ.update(ENV)
+for name in ("ATTNCONV_DATA", "ATTNCONV_RESULTS", "PYTHONPATH"):
+    os.environ.pop(name, None)
+'''
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory):
+    """The installed package (a wheel of this checkout in ``site``), the mirror and the reader's environment."""
+    tmp = tmp_path_factory.mktemp("colab-run-all")
+    clone, wheels, site = tmp / "clone", tmp / "wheels", tmp / "site"
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, files):  # what a clone of this working tree holds (pip builds from a clone)
+        if (ROOT / name).is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, clone / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels),
+                    str(clone)], check=True, timeout=600, cwd=tmp)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(site),
+                    *map(str, wheels.glob("*.whl"))], check=True, timeout=600, cwd=tmp)
+    served = tmp / "served"
+    sums = build_mirror(served)
+    with serve(served, sums) as urls:
+        env = {**urls, "ATTNCONV_CACHE": str(tmp / "cache"), "ATTNCONV_DRIVE_MOUNT": str(tmp / "drive"),
+               "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+        saved = {k: os.environ.pop(k, None) for k in ("ATTNCONV_DATA", "ATTNCONV_RESULTS", "PYTHONPATH",
+                                                       "ATTNCONV_BUDGET")}
+        try:
+            yield tmp, site, env
+        finally:
+            os.environ.update({k: v for k, v in saved.items() if v is not None})
+
+
+def _as_in_colab(nb, site: Path, env: dict) -> nbformat.NotebookNode:
+    install = next(c for c in nb.cells if c.cell_type == "code")
+    assert INSTALL in install.source, "the first code cell must be the Colab install cell"
+    install.source = install.source.replace(INSTALL, f"sys.path.insert(0, {str(site)!r})")
+    nb.cells.insert(0, nbformat.v4.new_code_cell(f"ENV = {env!r}\n" + _COLAB))
+    nb.cells.append(nbformat.v4.new_code_cell("import attnconv\nprint('@@attnconv', attnconv.__file__)"))
+    return nb
+
+
+def _errors(nb) -> list[tuple[int, dict]]:
+    return [(i, o) for i, c in enumerate(nb.cells) for o in c.get("outputs", []) if o.get("output_type") == "error"]
+
+
+def _text(nb) -> str:
+    return "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream")
+
+
+@pytest.mark.parametrize("edition,chapter", NOTEBOOKS, ids=[f"{e}-{c[:2]}" for e, c in NOTEBOOKS])
+def test_run_all_in_colab(reader, edition, chapter):
+    tmp, site, env = reader
+    nb = _as_in_colab(nbformat.read(ROOT / edition / f"{chapter}.ipynb", as_version=4), site, env)
+    cwd = tmp / f"{edition}-{chapter}"  # a folder of its own, outside the repository
+    cwd.mkdir()
+    start = time.monotonic()
+    NotebookClient(nb, timeout=900, kernel_name="python3", allow_errors=edition == "student",
+                   resources={"metadata": {"path": str(cwd)}}).execute()
+    seconds = time.monotonic() - start
+    (tmp / "times.jsonl").open("a").write(json.dumps({"notebook": f"{edition}/{chapter}", "seconds": seconds}) + "\n")
+    errors = _errors(nb)
+    if edition == "notebooks":
+        assert not errors, errors[:1]
+        assert f"@@attnconv {site}" in _text(nb), "the chapter must import the installed package"
+        if chapter.startswith("05_"):
+            assert "brown corpus, sentence 0" in _text(nb), "chapter 05 must show the downloaded Brown text"
+    else:
+        assert errors, "a student edition must stop at its first stub"
+        index, first = errors[0]
+        assert first["ename"] == "NotImplementedError", (index, first["ename"], first["evalue"][:300])
+        assert "NotImplementedError" in nb.cells[index].source, "the first error must come from a stub cell"
