@@ -23,7 +23,7 @@ from attnconv.train.runs import CHECKPOINT_NAME, config_from_dict, config_to_dic
 from .cifar_fixtures import tiny_arrays, write_class_folder
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMING = {"epoch_time_s", "train_time_s", "wall_time_s", "train_images_per_s"}
+TIMING = {"epoch_time_s", "train_time_s", "wall_time_s", "train_images_per_s", "cpu_time_s"}
 
 
 def _tiny_data(n_train: int = 64, n_test: int = 32) -> CIFAR10:

@@ -95,16 +95,19 @@ class _Data:
 
 
 def _evaluate(model: nn.Module, images: Tensor, labels: Tensor, config: TrainConfig, info: DistInfo,
-              autocast) -> dict[str, float]:
-    """Test loss and accuracy of uint8 ``images``, each process taking every ``world_size``-th image."""
+              autocast, flip: bool = False) -> dict[str, float]:
+    """Test loss and accuracy of uint8 ``images`` ``(N, 32, 32, 3)``, each process taking every ``world_size``-th
+    image; ``flip``: each image's logits averaged with those of its left-right mirror."""
     model.eval()
     sums = torch.zeros(3, dtype=torch.float64, device=info.device)  # loss sum, correct, count
     with torch.no_grad():
         for chunk in torch.arange(info.rank, len(images), info.world_size, device=info.device).split(config.eval_batch_size):
             x, y = normalize(images[chunk]), labels[chunk]
             with autocast():
-                logits = model(x)
-            sums += torch.stack([F.cross_entropy(logits.float(), y, reduction="sum").double(),
+                logits = model(x).float()
+                if flip:
+                    logits = (logits + model(x.flip(2)).float()) / 2  # x is (b, H, W, C): dim 2 is the width
+            sums += torch.stack([F.cross_entropy(logits, y, reduction="sum").double(),
                                  (logits.argmax(-1) == y).sum().double(),
                                  torch.tensor(len(y), dtype=torch.float64, device=info.device)])
     model.train()
@@ -176,7 +179,8 @@ def _train_epoch(epoch: int, m: _Model, data: _Data, config: TrainConfig, info: 
         set_lr(m.optimizer, lr)
         with m.autocast(), deferred_finite_checks():  # no host sync per layer (nor a compiled-graph break):
             logits = m.model(x)  # an overflow anywhere makes the loss non-finite, checked once below
-        loss = F.cross_entropy(logits.float(), y)  # mean over this rank's share; DDP averages the ranks
+        loss = F.cross_entropy(logits.float(), y, label_smoothing=config.label_smoothing)  # mean over this rank's
+        # share; DDP averages the ranks
         # Every rank sees the same verdict (a bad share anywhere poisons the averaged gradients).
         check_finite_loss(float(all_reduce_sum(loss.detach().double()[None], info)), f"epoch {epoch + 1}, step "
                           f"{step + 1}", ckpt_path)
@@ -285,13 +289,15 @@ def _train(config: TrainConfig, run: RunFolder, info: DistInfo, data: CIFAR10 | 
 
     stopped_early = False
     for epoch in range(start_epoch, config.epochs):
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         train = _train_epoch(epoch, m, tensors, config, info, snapshots, on_step, ckpt_path)
         test = _evaluate(m.model, tensors.test_x, tensors.test_y, config, info, m.autocast)
         epoch_s = time.perf_counter() - t0
+        cpu_s = all_reduce_sum(torch.tensor([time.process_time() - cpu0], dtype=torch.float64, device=info.device),
+                               info).item()  # every process's CPU seconds: below threads x wall, the machine was shared
         elapsed += epoch_s
         history.append({"epoch": epoch + 1, "step": (epoch + 1) * tensors.steps_per_epoch, **train, **test,
-                        "epoch_time_s": epoch_s, "wall_time_s": elapsed})
+                        "epoch_time_s": epoch_s, "cpu_time_s": cpu_s, "wall_time_s": elapsed})
         snapshots.extend(filter(None, [center_snapshot(m.net, float(epoch + 1), (epoch + 1) * tensors.steps_per_epoch)]))
         if info.is_main:
             r = history[-1]
@@ -312,13 +318,16 @@ def _train(config: TrainConfig, run: RunFolder, info: DistInfo, data: CIFAR10 | 
 
     full = None
     if tensors.full_test is not None and history:
-        full = _evaluate(m.model, *tensors.full_test, config, info, m.autocast)
+        full = _evaluate(m.model, *tensors.full_test, config, info, m.autocast, flip=config.flip_test)
+        if config.flip_test:  # the same network without the mirrored look, so that the record shows what it adds
+            full["test_acc_no_flip"] = _evaluate(m.model, *tensors.full_test, config, info, m.autocast)["test_acc"]
     last = history[-1] if history else {}
     final = {"model": config.model, "config": config.name, "epochs": last.get("epoch", 0), "steps": last.get("step", 0),
              "test_acc": last.get("test_acc"), "test_loss": last.get("test_loss"),
              "best_test_acc": max((r["test_acc"] for r in history), default=None),
              "full_test_acc": full["test_acc"] if full else None,
              "full_test_images": len(tensors.full_test[0]) if full else None,
+             **({"full_test_acc_no_flip": full["test_acc_no_flip"]} if full and config.flip_test else {}),
              "wall_time_s": elapsed, "stopped_early": stopped_early, **m.cost.as_dict()}
     summary = None
     if isinstance(m.net, SelfAttentionNet):
