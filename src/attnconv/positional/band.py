@@ -34,10 +34,12 @@ def _non_negative_int(name: str, value: object) -> int:
 
 
 def _rows(rows: slice | None, n: int) -> tuple[int, int]:
-    start, stop, step = (0, n, 1) if rows is None else rows.indices(n)
-    if step != 1 or stop <= start:
+    # range(n)[rows] holds rows.indices(n) as its start, stop and step: torch.compile(fullgraph=True) traces it, while
+    # torch 2.11's cannot trace slice.indices (Colab's torch).
+    span = range(n) if rows is None else range(n)[rows]
+    if span.step != 1 or span.stop <= span.start:
         raise ValueError(f"rows must be a non-empty contiguous slice of range({n}), got {rows!r}")
-    return start, stop
+    return span.start, span.stop
 
 
 def relative_index(n: int, max_distance: int, rows: slice | None = None,
