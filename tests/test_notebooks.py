@@ -55,6 +55,17 @@ def test_first_code_cell_installs_in_colab_only(md):
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_a_numbered_viewer_is_shown_once(md):
+    """A cell that glues a viewer for a numbered figure shows it in its output too: unless the output is removed,
+    the page holds the viewer twice, with one HTML id, and the numbered copy never starts."""
+    for cell in jupytext.read(md).cells:
+        if cell.cell_type == "code" and "numbered_figure(" in cell.source:
+            assert "remove-output" in cell.metadata.get("tags", []), (
+                f"{md.stem}: a cell calling numbered_figure must be tagged remove-output (and print nothing else): "
+                f"{cell.source[:80]!r}")
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
 def test_chapter_is_in_table_of_contents(md):
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     files = [c["file"] for part in toc["parts"] for c in part["chapters"]]

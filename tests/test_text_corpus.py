@@ -79,3 +79,15 @@ def test_bad_archives_and_arguments(tmp_path):
         load_corpus(tmp_path, corpora=())
     with pytest.raises(ValueError, match="validation_fraction"):
         load_corpus(tmp_path, validation_fraction=1.0)
+
+
+def test_a_small_copy_still_gets_a_validation_document(tmp_path):
+    """A mirror's sample corpora hold a few dozen documents: the hashed 2% split would leave validation empty, so
+    the document with the lowest hash is held out instead, the same one every time."""
+    from attnconv.data.corpus import load_corpus
+    from attnconv.data.sample_text import write_sample_corpora
+
+    folder = write_sample_corpora(tmp_path / "corpora", sentences_per_file=5)
+    first, again = load_corpus(folder), load_corpus(folder)
+    assert len(first.validation) == 1 and len(first.train) >= 2
+    assert first.validation[0].id == again.validation[0].id

@@ -70,6 +70,18 @@ def test_no_page_launches_colab_on_a_file_colab_cannot_open():
             assert rel.endswith(".ipynb") and rel in files, f"{page.relative_to(HTML)}: Colab link to {rel}"
 
 
+@pytest.mark.book
+def test_no_page_repeats_an_html_id():
+    """An id twice on a page (a viewer shown in a cell's output and again in its numbered figure) leaves one copy
+    dead: its script finds the other one."""
+    for page in sorted(HTML.rglob("*.html")):
+        if "_static" in page.parts or "_sources" in page.parts:
+            continue
+        ids = re.findall(r'\sid="([^"]+)"', page.read_text(encoding="utf-8"))
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        assert not repeated, f"{page.relative_to(HTML)}: ids used more than once: {repeated[:10]}"
+
+
 def test_pages_list_is_complete():
     assert len(CHAPTERS) >= 2 and all((HTML / p).is_file() for p in PAGES)
 

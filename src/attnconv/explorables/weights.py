@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     from .vision_model import embedded_images
 
     images = embedded_images()
-    real = all(im["real"] for im in images)
+    real = all(im["book"] for im in images)  # the checks hold on the book's images only
     weights = export_weights(model, source, np.stack([im["pixels"] for im in images]) if real else None,
                              [im["index"] for im in images] if real else None)
     write_weights(weights, args.out)
