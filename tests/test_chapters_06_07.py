@@ -40,6 +40,21 @@ def test_vision_diagram_is_legible_on_a_phone_and_draws_the_taps():
     assert len([l for ax in fig.axes for l in ax.lines if l.get_marker() == "+"]) == 25
 
 
+def test_vision_diagram_prints_no_text_over_another():
+    """Fig. 6.1: the head panel's tick and axis labels stand clear of each other and of the flow chart; the
+    earlier layout (the panels side by side with no gap, the row label one point off its ticks) fails."""
+    from attnconv.figures.legibility import overprinted_texts
+
+    assert overprinted_texts(plot_vision_model()) == []
+    fig = plot_vision_model()
+    chart, heads = fig.axes[0], next(ax for ax in fig.axes if ax.get_xlabel() == "column offset (cells)")
+    chart.set_position((0.0, 0.0, 0.5, 0.93))
+    heads.set_position((0.53, 0.38, 0.45, 0.55))
+    heads.yaxis.labelpad = 1
+    clashes = overprinted_texts(fig)
+    assert any("box of another panel" in c for c in clashes), clashes
+
+
 def test_a_wide_figure_with_small_text_would_not_fit_a_phone():
     """The check above can fail: the same diagram stretched to 10 inches shrinks its text below 9 px."""
     fig = plot_vision_model()

@@ -22,11 +22,11 @@ CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 CH01 = "01_convolution_as_shifts"
 
 
-# Graded without the data sets, as the course's autograder grades them (its setup installs none): the CIFAR-10
-# chapters, whose data branches train and evaluate on thousands of images. The strict build (make test-book)
-# executes them with CIFAR-10. Chapter 07 is graded with its corpora when they are there, so that a grading which
-# reads the data sets through the sandbox stays tested (it costs no more than its stand-in branch).
-WITHOUT_DATA = ("04_positional_encoding_zoo", "06_cifar10_training")
+# Graded without the data sets, as the course's autograder grades them (its setup installs none). This grading is
+# also make test's one run of these chapters as a reader without data sees them (the Makefile's test-notebooks runs
+# only 07 that way); the strict build (make test-book) executes them with the data. Chapter 07 is graded with its
+# corpora when they are there, so that a grading which reads the data sets through the sandbox stays tested.
+WITHOUT_DATA = tuple(p.stem for p in CHAPTERS if not p.stem.startswith("07_"))
 
 
 @pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: p.stem)

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 __all__ = ["BOOK_COLUMN_PX", "MIN_TEXT_KEY", "MIN_TEXT_PX", "PHONE_COLUMN_PX", "TEXTS_KEY", "enlarge_small_text",
-           "figure_texts", "install", "png_bytes", "smallest_text_px"]
+           "figure_texts", "install", "overprinted_texts", "png_bytes", "smallest_text_px"]
 
 MIN_TEXT_KEY = "attnconv-min-text-px"
 TEXTS_KEY = "attnconv-texts"  # every visible text of the figure (titles, labels, legends), as a JSON list
@@ -46,6 +46,36 @@ def figure_texts(fig: Figure) -> list[str]:
         if text and t.get_visible() and t.get_alpha() != 0:
             seen.setdefault(text, None)
     return list(seen)
+
+
+def overprinted_texts(fig: Figure, slack_px: float = 1.0) -> list[str]:
+    """Texts drawn over one another (an axis label on a tick label) or over a box of another panel (tick labels
+    running into a flow chart beside the plot): one line per clash, empty when every text stands clear.
+
+    Boxes are the patches of axes that are switched off (drawn panels such as a flow chart), so a text over its
+    own box, or a label inside a plot's frame, is no clash. ``slack_px``: overlaps this thin are ignored."""
+    from matplotlib.patches import FancyBboxPatch
+
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip() and t.get_alpha() != 0]
+    boxes = [(ax, p.get_window_extent(renderer)) for ax in fig.axes if not ax.axison
+             for p in ax.patches if isinstance(p, FancyBboxPatch)]
+    extents = [(t, t.get_window_extent(renderer).expanded(1, 1)) for t in texts]
+
+    def clash(a, b) -> bool:
+        return (min(a.x1, b.x1) - max(a.x0, b.x0) > slack_px) and (min(a.y1, b.y1) - max(a.y0, b.y0) > slack_px)
+
+    out = []
+    for i, (t, e) in enumerate(extents):
+        for u, f in extents[i + 1:]:
+            if clash(e, f):
+                out.append(f"{t.get_text()!r} over {u.get_text()!r}")
+        owner = t.axes
+        for ax, box in boxes:
+            if ax is not owner and clash(e, box):
+                out.append(f"{t.get_text()!r} over a box of another panel")
+    return out
 
 
 def enlarge_small_text(fig: Figure, column_px: float = BOOK_COLUMN_PX, min_px: float = MIN_TEXT_PX,

@@ -45,7 +45,7 @@ def plot_vision_model(hidden_dim: Sequence[int] = (400, 64), depth: Sequence[int
         heads: example heads as (Δ_1, Δ_2, α), offsets in token cells (rows down, columns right).
     """
     fig = plt.figure(figsize=(5.0, 6.4))
-    left = fig.add_axes((0.0, 0.0, 0.5, 0.93))
+    left = fig.add_axes((0.0, 0.0, 0.46, 0.93))  # ends left of the right panel's tick labels
     left.set_xlim(0, 1)
     left.set_ylim(0, 1)
     left.axis("off")
@@ -63,10 +63,10 @@ def plot_vision_model(hidden_dim: Sequence[int] = (400, 64), depth: Sequence[int
     for (low, _), (_, high) in zip(spans, spans[1:]):
         left.add_patch(FancyArrowPatch((0.5, low), (0.5, high), arrowstyle="-|>", mutation_scale=10, color="0.3"))
     left.text(0.5, 0.0, "measured: test accuracy", ha="center", va="bottom", fontsize=FONT, style="italic")
-    fig.text(0.25, 0.97, "the model", ha="center", va="center", fontsize=FONT + 1, weight="bold")
-    fig.text(0.75, 0.97, "one layer's heads", ha="center", va="center", fontsize=FONT + 1, weight="bold")
+    fig.text(0.23, 0.97, "the model", ha="center", va="center", fontsize=FONT + 1, weight="bold")
+    fig.text(0.79, 0.97, "one layer's heads", ha="center", va="center", fontsize=FONT + 1, weight="bold")
 
-    right = fig.add_axes((0.53, 0.38, 0.45, 0.55))
+    right = fig.add_axes((0.6, 0.38, 0.36, 0.55))
     extent = 3.5
     half = kernel_size // 2
     for r in range(-half, half + 1):
@@ -93,12 +93,12 @@ def plot_vision_model(hidden_dim: Sequence[int] = (400, 64), depth: Sequence[int
     right.set_yticks(range(-3, 4))
     right.tick_params(labelsize=FONT - 1)
     right.set_xlabel("column offset (cells)", fontsize=FONT)
-    right.set_ylabel("row offset (cells)", fontsize=FONT, labelpad=1)
+    right.set_ylabel("row offset (cells)", fontsize=FONT, labelpad=4)
     right.grid(True, alpha=0.2)
 
-    fig.add_artist(FancyArrowPatch((0.49, 0.33), (0.6, 0.42), transform=fig.transFigure, arrowstyle="-|>",
+    fig.add_artist(FancyArrowPatch((0.45, 0.33), (0.64, 0.42), transform=fig.transFigure, arrowstyle="-|>",
                                    mutation_scale=10, color="#4a7fb5", lw=1.2, ls="--"))
-    notes = fig.add_axes((0.53, 0.0, 0.45, 0.29))
+    notes = fig.add_axes((0.55, 0.0, 0.43, 0.29))
     notes.axis("off")
     notes.text(0.0, 1.0, "+ the K × K taps of a conv\n"
                          "○ a head: centre Δ$^{(h)}$; circles\n   hold 50% and 90% of it,\n"
