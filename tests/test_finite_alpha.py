@@ -73,7 +73,9 @@ def test_sympy_bound_fails_at_the_step_it_breaks():
     # the weights come from the head's own logit, so a wrong head cannot borrow the right weights
     for kwargs in (dict(claimed_alpha=2), dict(coefficient=-1), dict(sign=1)):
         result = finite_alpha_bound(**kwargs)
-        assert _failed_steps(result) == ["each key weighs at most the bound's term"] * 2, kwargs
+        # the termwise comparison fails, and with it the sum of the termwise gaps in θ - P_a ≥ 0
+        assert _failed_steps(result) == ["each key weighs at most the bound's term"] * 2 + [
+            "d_1 = θ - P_1 ≥ 0", "d_2 = θ - P_2 ≥ 0"], kwargs
     shifted = [s for s in finite_alpha_bound(coefficient=-1).steps if not s.verified][0]
     assert shifted.residual.has(sp.Symbol("Delta1", integer=True))  # the peak moved off the target
 
@@ -84,3 +86,91 @@ def test_weighted_triangle_inequality_is_an_induction_over_keys():
     assert result.verified and result.scope == "induction"
     claims = [step.claim for step in result.steps]
     assert "base case N = 1: ‖A v‖ = A ‖v‖" in claims and "inductive step N → N + 1" in claims
+
+
+def _failures(result, depth=0):
+    """(claim, depth) of every failing step, recursively."""
+    found = []
+    for step in result.steps:
+        if not step.verified:
+            found.append(step.claim)
+            found += _failures(step, depth + 1)
+    return found
+
+
+def test_tails_are_shown_nonnegative_from_their_summand_and_range():
+    """θ - P_a = tails + gaps holds for any θ by SymPy's convention for reversed ranges; the positivity of each
+    tail is derived from its range, so a one-sided or truncated θ fails there, and θ over Z verifies."""
+    import sympy as sp
+
+    from attnconv.proofs.finite_alpha import finite_alpha_bound
+    right = finite_alpha_bound()
+    pieces = [claim for claim in (s.claim for s in right.steps) if claim.startswith("d_")]
+    assert pieces == ["d_1 = θ - P_1 ≥ 0", "d_2 = θ - P_2 ≥ 0"]
+    for theta_range, tails in (((0, sp.oo), ["the left tail of axis 1 is ≥ 0", "the left tail of axis 2 is ≥ 0"]),
+                               ((-5, 5), ["the left tail of axis 1 is ≥ 0", "the right tail of axis 1 is ≥ 0",
+                                          "the left tail of axis 2 is ≥ 0", "the right tail of axis 2 is ≥ 0"])):
+        wrong = finite_alpha_bound(theta_range=theta_range)
+        assert not wrong.verified and wrong.decided
+        failed = _failures(wrong)
+        assert [c for c in failed if "tail" in c] == tails, theta_range
+        assert all("θ - P" not in c or c.startswith("d_") for c in failed)  # the identity itself still holds
+    # the same θ written with the range its symmetry allows is still the paper's: Σ over Z
+    assert finite_alpha_bound(theta_range=(-sp.oo, sp.oo)).verified
+
+
+def _library_off_target_mass(alpha: float, size: int = 61) -> float:
+    """1 - the target's weight for the library's head centred on the query, in the middle of a size×size grid."""
+    from attnconv.positional import QuadraticEncoding
+    enc = QuadraticEncoding(1, centers=[[0.0, 0.0]], alpha=alpha, learnable=False).double()
+    probs = torch.softmax(enc((size, size)), -1)[0]  # (N, N)
+    middle = (size // 2) * size + size // 2
+    return 1 - float(probs[middle, middle])
+
+
+def test_one_sided_and_truncated_theta_are_broken_by_the_library_head():
+    """At α = 1 on a 61×61 grid, the library's head puts 0.682 of its mass off the target: above the one-sided
+    bound 1 - θ_+^(-2) = 0.480 (θ_+ = Σ_{n ≥ 0} e^(-n²)), within the paper's 1 - θ^(-2) (θ over Z). θ truncated to
+    |n| ≤ 5 is broken at a small α, where the head spreads beyond five keys."""
+    import math
+
+    def theta(alpha, lo, hi):
+        return sum(math.exp(-alpha * n * n) for n in range(lo, hi + 1))
+
+    off_target = _library_off_target_mass(1.0)
+    assert off_target == pytest.approx(0.682, abs=1e-3)
+    assert off_target > 1 - theta(1.0, 0, 40) ** -2 == pytest.approx(0.480, abs=1e-3)
+    assert off_target <= 1 - theta(1.0, -40, 40) ** -2 + 1e-12
+    spread = _library_off_target_mass(0.05)
+    assert spread > 1 - theta(0.05, -5, 5) ** -2 + 1e-3
+    assert spread <= 1 - theta(0.05, -400, 400) ** -2 + 1e-9  # the grid holds all but e^(-0.05·31²) of θ
+
+
+def test_the_factor_two_is_derived_and_met():
+    """‖Y_k - Y_t‖ ≤ 2 max ‖Y‖ is a derived step: the factor 1 fails there. The reason, numerically: a query
+    token -1 among tokens +1 makes every off-target key add 2 times its weight, so the error is 2ε."""
+    import sympy as sp
+
+    from attnconv.proofs.finite_alpha import finite_alpha_bound
+    assert finite_alpha_bound(difference_factor=3).verified  # looser: true
+    wrong = finite_alpha_bound(difference_factor=1)
+    assert not wrong.verified and wrong.decided
+    failed = _failures(wrong)
+    assert failed[:2] == ["‖Y_k - Y_t‖ ≤ 1 max_j ‖Y_j‖", "‖Y_k - Y_t‖ ≤ 1·max_j ‖Y_j‖ fails"]
+    step = next(s for s in wrong.steps if s.claim == failed[0])
+    assert "‖a - b‖ = 2 > 1" in step.steps[-1].statement
+    right = next(s for s in finite_alpha_bound().steps if s.claim.startswith("‖Y_k - Y_t‖"))
+    assert right.verified and [t.claim for t in right.steps][0] == "‖a - b‖² expands"
+    assert sp.Symbol("M", nonnegative=True)  # the bound is in terms of the largest norm M
+    conv = torch.nn.Conv1d(1, 1, 1, bias=False, dtype=torch.float64)
+    with torch.no_grad():
+        conv.weight.fill_(1.0)
+    x = torch.ones(1, 1, 61, dtype=torch.float64)
+    x[0, 0, 30] = -1.0
+    for alpha in (0.5, 1.0, 2.0):
+        with torch.no_grad():
+            layer = conv_to_mhsa(conv, alpha=alpha)
+            measured = float((layer(x) - conv(x)).abs()[0, 0, 30])
+        epsilon = off_target_mass_bound(alpha, dims=1)
+        assert measured > 1.5 * epsilon  # max ‖Y‖ = 1: a bound of 1·ε is broken
+        assert measured <= 2 * epsilon * (1 + 1e-8)

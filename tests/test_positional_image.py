@@ -70,6 +70,25 @@ def test_hard_mode_is_exactly_one_hot_where_the_target_exists():
     assert torch.isfinite(probs).all()  # a query whose target is off the grid reads its nearest pixel
 
 
+@pytest.mark.parametrize("length", [1, 2, 5])
+def test_hard_mode_reads_every_key_up_to_the_last(length):
+    """Hard mode puts all the weight on clip(q + Δ, 0, L - 1), for every query and centre: a target on the last key
+    (q + Δ = L - 1) is read there, not one key short, and a target past either end reads the end key."""
+    centers = torch.arange(-length - 1, length + 2, dtype=torch.float64)[:, None]  # (N_h, 1): every target
+    enc = QuadraticEncoding(len(centers), centers=centers, alpha=None).double()
+    probs = torch.softmax(enc((length,)), dim=-1)  # (N_h, L, L)
+    for h, centre in enumerate(centers[:, 0].long().tolist()):
+        for q in range(length):
+            nearest = min(max(q + centre, 0), length - 1)
+            assert probs[h, q, nearest] == 1.0, (length, q, centre)
+    last = centers[:, 0].long().tolist().index(1)  # the head one to the right: query L - 2 reads the last key
+    if length >= 2:
+        assert probs[last, length - 2, length - 1] == 1.0 and probs[last, length - 1, length - 1] == 1.0
+    two_d = QuadraticEncoding(1, centers=[[1, 1]], alpha=None).double()
+    grid = torch.softmax(two_d((length, length)), dim=-1).reshape(length, length, length, length)
+    assert grid[length - 1, length - 1, length - 1, length - 1] == 1.0  # the corner reads itself, the last key
+
+
 def test_anisotropic_with_isotropic_precision_equals_quadratic(float64_default):
     centers = torch.tensor([[0.3, -1.2], [1.0, 2.0]], dtype=f64)
     quad = QuadraticEncoding(2, centers=centers, alpha=1.7).double()

@@ -244,3 +244,33 @@ def test_scale_is_one_over_sqrt_head_dim():
         term.embedding.fill_(1.0)
     q = torch.ones(1, 1, 2, 9)
     assert term((2,), q, None)[0, 0, 0, 0].item() == pytest.approx(9 / math.sqrt(9))
+
+
+@pytest.mark.parametrize("make", [lambda: RelativePositionBias(2, 3, causal=True),
+                                  lambda: RelativePositionBias(2, 3, window=True, causal=True),
+                                  lambda: RelativePositionBias(2, 3, num_buckets=8, causal=True),
+                                  lambda: QueryRelativeLogits(2, 4, 3, causal=True),
+                                  lambda: KeyRelativeLogits(2, 4, 3, window=True, causal=True),
+                                  lambda: ALiBi(2, causal=True)],
+                         ids=["bias", "bias-window", "bias-buckets", "query", "key", "alibi"])
+def test_causal_terms_mask_the_future_and_keep_the_query_itself(make):
+    """causal=True masks δ > 0 only: the query's own key (δ = 0) and the past stay finite, in the band and in the
+    logits, for every term that masks (a mask of δ ≥ 0 would leave the first query nothing to read)."""
+    torch.manual_seed(0)
+    term = make().double()
+    n = 8
+    q, k = torch.randn(1, 2, n, 4, **f64), torch.randn(1, 2, n, 4, **f64)
+    logits = term((n,), q, k)
+    delta = _offsets(n).expand_as(logits)
+    assert torch.isinf(logits[delta > 0]).all() and (logits[delta > 0] < 0).all()
+    assert torch.isfinite(logits[delta == 0]).all()  # every query reads itself, the first one only itself
+    assert torch.isfinite(logits[(delta < 0) & (delta >= -3)]).all()
+    assert torch.isfinite(torch.softmax(logits, -1)).all()
+    width = 2 * 3 + 1
+    band = term.mask_future(torch.zeros(1, 1, width, **f64))[0, 0]
+    assert torch.isfinite(band[:4]).all() and torch.isinf(band[4:]).all()  # columns t ≤ k (δ ≤ 0) kept
+
+
+def test_mask_future_is_the_identity_without_causal():
+    band = torch.randn(2, 5, 7, **f64)
+    assert RelativePositionBias(2, 3).mask_future(band) is band

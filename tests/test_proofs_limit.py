@@ -134,3 +134,42 @@ def test_positive_is_sound_and_strict():
 def test_a_centre_that_is_not_real_is_refused(bad):
     with pytest.raises(TypeError, match="offset must be a real"):
         proofs.hard_attention_limit(offset=bad)
+
+
+def test_floats_are_read_exactly():
+    """A float offset is its exact binary value: 0.49999999999999994 is just below 1/2 (key Δ, verified), never
+    rounded to 1/2 (a tie); 0.5 is 1/2 exactly (a tie); a float that is not finite is refused."""
+    from attnconv.proofs.encoding import centre_offset
+    just_below = 0.49999999999999994
+    assert centre_offset(just_below) == sp.Rational(just_below) < sp.Rational(1, 2)
+    assert centre_offset(just_below) == sp.Rational(9007199254740991, 2**54)
+    assert centre_offset(0.1) == sp.Rational(3602879701896397, 2**55)  # the binary value, not 1/10
+    assert centre_offset(sp.Float(0.25)) == sp.Rational(1, 4)
+    result = proofs.hard_attention_limit(offset=just_below)
+    assert result.verified and "1[δ = Delta]" in result.statement
+    assert not proofs.hard_attention_limit(offset=0.5).verified
+    for bad in (float("inf"), float("nan")):
+        with pytest.raises(TypeError, match="finite"):
+            centre_offset(bad)
+
+
+def test_max_and_min_give_a_verdict_never_a_traceback():
+    """nonnegative and positive read a Max or Min by what is known of it (Max(a, b) = a + s, s ≥ 0, or each case),
+    and answer "not proved" for what they cannot read, instead of raising PolynomialError."""
+    from attnconv.proofs.limit import positive
+    n = sp.Symbol("n", integer=True, nonnegative=True)
+    f = sp.Symbol("f", real=True)
+    assert nonnegative(sp.Max(n, 1) - 1) and nonnegative(n * sp.Max(n, 1)) and nonnegative((n + 1) * sp.Max(n, 1))
+    assert not nonnegative(sp.Min(n, 1) - 1)  # n = 0
+    assert not positive(1 - sp.Min(1, U))  # zero for u ≥ 1: positive must not read the Min at u = 0
+    clamp = sp.Max(-sp.Rational(1, 4), sp.Min(sp.Rational(1, 3), f))
+    assert positive(sp.Rational(1, 2) - clamp) and positive(sp.Rational(1, 2) + clamp)
+    assert not nonnegative(sp.floor(f)) and not nonnegative(sp.Function("g")(n))  # unknown: not proved, no error
+    assert proofs.hard_attention_limit(offset=sp.Min(sp.Rational(1, 3), U)).verified
+    assert proofs.hard_attention_limit(offset=clamp).verified
+    unbounded = proofs.hard_attention_limit(offset=sp.Max(sp.Rational(1, 3), U))
+    assert not unbounded.verified  # u = 1/2 makes it a tie: a verdict, not a crash
+    assert proofs.theorem1(offset=sp.Min(sp.Rational(1, 3), U)).verified
+    from attnconv.proofs.finite_alpha import finite_alpha_bound
+    assert finite_alpha_bound(factor=sp.Max(1, U)).verified
+    assert not finite_alpha_bound(factor=sp.Max(sp.Rational(1, 2), U)).verified

@@ -70,6 +70,42 @@ def test_sequence_conventions_are_the_library_band():
     flipped = conventions.conventions_match_library(clip=lambda d, k: sp.Max(-k, sp.Min(k, -d)))
     assert not flipped.verified and flipped.residual > 0
     assert not conventions.conventions_match_library(offset=lambda i, j: i - j).verified
+    # the window, the key frame and the causal mask the chapters use: each convention is the library's, and a
+    # wrong one fails
+    assert proofs.window_keys is conventions.window_keys and proofs.kernel_token is conventions.kernel_token
+    assert proofs.causal_keys is conventions.causal_keys
+    wrong = dict(window=lambda i, k, n: (sp.Max(0, i - k), sp.Min(n - 1, i + k + 1)),
+                 token=lambda i, d: i, causal=lambda i, k: (i - k, i - 1))
+    for name, convention in wrong.items():
+        assert not conventions.conventions_match_library(**{name: convention}).verified, name
+
+
+def test_bucket_tails_are_proved_for_every_offset():
+    import sympy as sp
+
+    from attnconv.proofs.kernels import t5_bucket
+    for num_buckets, k in ((8, 6), (16, 10), (8, 12), (32, 128)):
+        result = proofs.bucketed_kernel_is_piecewise_constant(num_buckets=num_buckets, max_distance=k)
+        assert result.verified, (num_buckets, k)
+        tails = [step for step in result.steps if "k + m" in step.claim]
+        assert len(tails) == 2 and all(step.scope == "general" for step in tails)  # every m ≥ 0, not a window
+        assert any(step.claim == "the library's buckets are T5's formula" for step in result.steps)
+
+    def late(delta, nb, k):  # right up to |δ| = k + 3, a new bucket from k + 4 on
+        return sp.Piecewise((nb, sp.Abs(delta) >= k + 4), (t5_bucket(delta, nb, k), True))
+
+    wrong = proofs.bucketed_kernel_is_piecewise_constant(formula=late)
+    assert not wrong.verified and wrong.decided
+    assert any("at δ = 10" in step.statement for step in wrong.steps if not step.verified)  # k + 4, the witness
+    # the same labelling given by its values only: it passes where it is asked, so it is not decided, not verified
+    values = proofs.bucketed_kernel_is_piecewise_constant(
+        bucket=lambda offsets, nb, k: [int(late(sp.Integer(d), nb, k)) for d in offsets])
+    assert not values.verified and values.status == "not decided"
+    # a relabelling of the buckets by a bijection keeps the kernel's shape
+    assert proofs.bucketed_kernel_is_piecewise_constant(
+        formula=lambda d, nb, k: sp.Mod(3 * t5_bucket(d, nb, k) + 1, nb)).verified
+    for formula in (lambda d, nb, k: sp.Mod(d, nb), lambda d, nb, k: d + 20):
+        assert not proofs.bucketed_kernel_is_piecewise_constant(formula=formula).verified
 
 
 def test_sequence_proofs_follow_the_offset_they_are_given(monkeypatch):

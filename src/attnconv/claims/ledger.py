@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import sympy as sp
+
 from ..proofs import ProofResult
 from ..proofs.result import SCOPES
 
@@ -125,14 +127,26 @@ def run_ledger(claims: tuple[Claim, ...] | None = None) -> list[LedgerRow]:
     return _run(claims)
 
 
+def _attempt(proof: Callable[[], ProofResult]) -> tuple[ProofResult, bool]:
+    """Run one proof: its result, and whether it raised instead (then a result that is not verified and says so).
+
+    A proof must give a verdict, never a traceback; a crash is neither a verification nor a rejection."""
+    try:
+        return proof(), False
+    except Exception as error:  # noqa: BLE001 - recorded as a crash, which fails the ledger
+        return ProofResult(f"crashed: {type(error).__name__}", f"the proof raised {type(error).__name__}: {error}",
+                           sp.Symbol("crashed"), scope="general", undecided=True), True
+
+
 def _run(claims: tuple[Claim, ...]) -> list[LedgerRow]:
     rows = []
     for claim in claims:
         start = time.perf_counter()
-        result = claim.proof()
+        result, _ = _attempt(claim.proof)
         seconds = time.perf_counter() - start
-        false = tuple((d, not f().verified) for d, f in claim.false_variants)
-        true = tuple((d, f().verified) for d, f in claim.true_variants)
+        false = tuple((d, not crashed and not outcome.verified)
+                      for d, (outcome, crashed) in ((d, _attempt(f)) for d, f in claim.false_variants))
+        true = tuple((d, _attempt(f)[0].verified) for d, f in claim.true_variants)
         rows.append(LedgerRow(claim, result, false, true, seconds, time.perf_counter() - start - seconds))
     return rows
 

@@ -5,29 +5,54 @@ from __future__ import annotations
 from functools import partial
 
 import sympy as sp
-import torch
 
-from ..positional.sequence import relative_position_bucket
 from ..proofs import rotary
 from ..proofs import sequence as seq
 from ..proofs.conventions import conventions_match_library
+from ..proofs.kernels import t5_bucket
 from .ledger import CH05, Claim
 
 __all__ = ["SEQUENCE_CLAIMS"]
 
 
-def _modulo_buckets(offsets, num_buckets, max_distance):
-    return [d % num_buckets for d in offsets]
+def _modulo_buckets(delta, num_buckets, max_distance):
+    return sp.Mod(delta, num_buckets)
 
 
-def _unclipped_buckets(offsets, num_buckets, max_distance):
-    return [d + 20 for d in offsets]  # every offset its own bucket: no clipping
+def _unclipped_buckets(delta, num_buckets, max_distance):
+    return delta + 20  # every offset its own bucket: no clipping
 
 
-def _relabelled_buckets(offsets, num_buckets, max_distance):
+def _late_new_bucket(delta, num_buckets, max_distance):
+    """T5's buckets, except that |δ| ≥ k + 4 opens a new bucket: right up to k + 3, wrong beyond."""
+    return sp.Piecewise((num_buckets, sp.Abs(delta) >= max_distance + 4), (t5_bucket(delta, num_buckets, max_distance),
+                                                                           True))
+
+
+def _relabelled_buckets(delta, num_buckets, max_distance):
     """T5's buckets with the bucket ids permuted (a bijection): the kernel's shape is unchanged."""
-    labels = relative_position_bucket(torch.tensor(offsets), num_buckets, max_distance).tolist()
-    return [(3 * label + 1) % num_buckets for label in labels]
+    return sp.Mod(3 * t5_bucket(delta, num_buckets, max_distance) + 1, num_buckets)
+
+
+def _values_of_late_new_bucket(offsets, num_buckets, max_distance):
+    """The same labelling given only by its values on the offsets asked for."""
+    return [int(_late_new_bucket(sp.Integer(d), num_buckets, max_distance)) for d in offsets]
+
+
+def _wide_window(query, k, length):
+    return sp.Max(0, query - k), sp.Min(length - 1, query + k + 1)
+
+
+def _query_token(query, offset):
+    return query
+
+
+def _causal_with_next(query, k):
+    return query - k, query + 1
+
+
+def _causal_without_self(query, k):
+    return query - k, query - 1
 
 
 def _flipped_clip(delta, k):
@@ -51,11 +76,17 @@ SEQUENCE_CLAIMS: tuple[Claim, ...] = (
           f"{CH05}#thm-fixed-bias",
           ("tests/test_construct_sequence.py::test_lightconv_to_attention_is_exact",
            "tests/test_construct_sequence.py::test_attention_to_lightconv_for_every_fixed_term")),
-    Claim("sequence-conventions", "the proofs read the offset δ = j - i and the tap clip(δ) as the library's band "
-          "does", "thm-fixed-bias", conventions_match_library,
+    Claim("sequence-conventions", "the proofs read the offset δ = j - i, the tap clip(δ), the window, the key "
+          "frame and the causal mask as the library does", "thm-fixed-bias", conventions_match_library,
           (("a flipped clip, clip(-δ)", partial(conventions_match_library, clip=_flipped_clip)),
            ("the offset i - j (query minus key)", partial(conventions_match_library, offset=_query_minus_key)),
-           ("a clip one tap too wide", partial(conventions_match_library, clip=_wide_clip))),
+           ("a clip one tap too wide", partial(conventions_match_library, clip=_wide_clip)),
+           ("a window one key too wide on the right", partial(conventions_match_library, window=_wide_window)),
+           ("the key-frame kernel read from the query's row", partial(conventions_match_library, token=_query_token)),
+           ("a causal head that also reads the next key", partial(conventions_match_library,
+                                                                   causal=_causal_with_next)),
+           ("a causal head that does not read its own key", partial(conventions_match_library,
+                                                                     causal=_causal_without_self))),
           f"{CH05}#thm-fixed-bias",
           ("tests/test_proofs_sequence.py::test_sequence_conventions_are_the_library_band",)),
     Claim("boundary", "at the edges attention is the renormalised (not zero-padded) lightweight convolution",
@@ -87,18 +118,26 @@ SEQUENCE_CLAIMS: tuple[Claim, ...] = (
           ("tests/test_positional_sequence.py::test_alibi",
            "tests/test_proofs_sequence.py::test_alibi_proof_matches_the_library_head"),
           (("the causal ALiBi head", partial(seq.alibi_kernel_decay, causal=True)),)),
-    Claim("t5-buckets", "T5 buckets give a kernel with clipped tails and free weights near the query",
+    Claim("t5-buckets", "T5 buckets give a kernel with clipped tails at every offset |δ| ≥ k and free weights near "
+          "the query; the library's buckets are T5's formula",
           "prop-buckets-alibi", seq.bucketed_kernel_is_piecewise_constant,
           (("buckets by offset modulo the bucket count", partial(seq.bucketed_kernel_is_piecewise_constant,
-                                                                  bucket=_modulo_buckets)),
+                                                                  formula=_modulo_buckets)),
            ("one bucket per offset (no clipping)", partial(seq.bucketed_kernel_is_piecewise_constant,
-                                                            bucket=_unclipped_buckets))),
+                                                            formula=_unclipped_buckets)),
+           ("T5's buckets up to |δ| = k + 3, a new bucket from |δ| = k + 4 on",
+            partial(seq.bucketed_kernel_is_piecewise_constant, formula=_late_new_bucket)),
+           ("the same labelling given by its values only (not decided beyond k + 3, so not verified)",
+            partial(seq.bucketed_kernel_is_piecewise_constant, bucket=_values_of_late_new_bucket))),
           f"{CH05}#prop-buckets-alibi",
-          ("tests/test_positional_sequence.py::test_bucketed_bias_is_piecewise_constant",),
+          ("tests/test_positional_sequence.py::test_bucketed_bias_is_piecewise_constant",
+           "tests/test_proofs_sequence.py::test_bucket_tails_are_proved_for_every_offset"),
           (("T5's buckets with permuted bucket ids", partial(seq.bucketed_kernel_is_piecewise_constant,
-                                                             bucket=_relabelled_buckets)),
+                                                             formula=_relabelled_buckets)),
            ("16 buckets, k = 10", partial(seq.bucketed_kernel_is_piecewise_constant, num_buckets=16,
-                                          max_distance=10)))),
+                                          max_distance=10)),
+           ("8 buckets, k = 12 (chapter 05's layer)", partial(seq.bucketed_kernel_is_piecewise_constant,
+                                                             num_buckets=8, max_distance=12)))),
     Claim("shaw", "a head with Shaw et al.'s clipped query-dependent logits is a renormalised dynamic convolution "
           "predicted from the query", "thm-shaw", seq.query_dependent_is_dynamic_conv,
           (("W^D without the 1/√D_h", partial(seq.query_dependent_is_dynamic_conv, scaled=False)),

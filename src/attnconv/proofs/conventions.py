@@ -1,16 +1,21 @@
 """The index conventions every sequence proof uses, as functions, so that a test can hold them to the library.
 
 δ = j - i is the key minus the query (:func:`relative_offset`), and a clipped term reads the tap
-clip(δ) = max(-k, min(k, δ)) (:func:`clip_offset`). The library's band reads column clip(j - i) + k
-(``attnconv.positional.band.relative_index``); ``tests/test_proofs_sequence.py`` evaluates these functions on
-concrete indices and compares them with it, so a flipped offset or clip in the proofs fails a test.
+clip(δ) = max(-k, min(k, δ)) (:func:`clip_offset`). A window of k reads the keys max(0, i-k) .. min(N-1, i+k)
+(:func:`window_keys`), a causal head the keys i-k .. i (:func:`causal_keys`), and a key-dependent kernel's weight at
+δ is predicted from the token it reads, i + δ (:func:`kernel_token`). The library's band reads column
+clip(j - i) + k (``attnconv.positional.band.relative_index``); :func:`conventions_match_library` (a ledger entry)
+and ``tests/test_proofs_sequence.py`` evaluate these functions on concrete indices and compare them with the library
+in the modes the chapters use: the query and the key frame, clipping and the window, chunks of rows, the key frame
+re-indexed by query, and the causal mask. A flipped offset, clip, frame or window in the proofs or in the library
+fails there.
 """
 
 from __future__ import annotations
 
 import sympy as sp
 
-__all__ = ["attention_row", "clip_offset", "relative_offset"]
+__all__ = ["attention_row", "causal_keys", "clip_offset", "kernel_token", "relative_offset", "window_keys"]
 
 
 def relative_offset(query: sp.Expr, key: sp.Expr) -> sp.Expr:
@@ -23,37 +28,98 @@ def clip_offset(delta: sp.Expr, k: sp.Expr) -> sp.Expr:
     return sp.Max(-k, sp.Min(k, delta))
 
 
+def window_keys(query: sp.Expr, k: sp.Expr, length: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """The keys max(0, i - k) .. min(N - 1, i + k) that a head with a window of k reads at the query i."""
+    return sp.Max(0, query - k), sp.Min(length - 1, query + k)
+
+
+def causal_keys(query: sp.Expr, k: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """The keys i - k .. i that a causal head with a window of k reads at the query i (none after it)."""
+    return query - k, query
+
+
+def kernel_token(query: sp.Expr, offset: sp.Expr) -> sp.Expr:
+    """The token whose projection predicts a key-dependent kernel's weight at the offset δ: the key i + δ it reads
+    (the library's key frame: row j of the band belongs to the key j)."""
+    return query + offset
+
+
 def attention_row(logit, x: sp.IndexedBase, j: sp.Symbol, lo: sp.Expr, hi: sp.Expr) -> sp.Expr:
     """Σ_j e^{l_j} x_j / Σ_j e^{l_j} for the keys j = lo..hi: one row of softmax attention."""
     return sp.Sum(sp.exp(logit(j)) * x[j], (j, lo, hi)) / sp.Sum(sp.exp(logit(j)), (j, lo, hi))
 
 
-def conventions_match_library(clip=clip_offset, offset=relative_offset, max_length: int = 6,
-                              max_distance: int = 3):
-    """The proofs' conventions against the library's band, on every (query, key) pair of every N ≤ ``max_length``
-    and k ≤ ``max_distance``: the tap the proofs read, clip(offset(i, j), k) + k, must be the column
-    ``relative_index(N, k)[i, j]`` that the library reads, and ``band_to_logits`` must put that column at (i, j).
+def conventions_match_library(clip=clip_offset, offset=relative_offset, window=window_keys, token=kernel_token,
+                              causal=causal_keys, max_length: int = 6, max_distance: int = 3):
+    """The proofs' conventions against the library, on every (query, key) pair of every N ≤ ``max_length`` and
+    k ≤ ``max_distance``, in each mode the chapters use:
 
-    ``clip`` and ``offset`` replace the proofs' functions (a flipped clip or offset is a false variant). The
-    residual counts the mismatches; scope ``instance``: the sizes checked.
+    - the tap: clip(offset(i, j), k) + k is the column ``relative_index(N, k)[i, j]``, and ``band_to_logits`` puts
+      that column of row i at (i, j) (query frame), also for one chunk of rows at a time;
+    - the window: with ``window=True`` the logit is finite exactly on the keys ``window(i, k, N)``;
+    - the key frame: ``band_to_logits(..., frame="key")`` reads row ``token(i, δ)`` (the key), and
+      ``key_to_query_frame`` puts that row's tap t at (i, t);
+    - the causal mask: ``RelativePositionBias(causal=True, window=True)`` is finite exactly on ``causal(i, k)``.
+
+    ``clip``, ``offset``, ``window``, ``token`` and ``causal`` replace the proofs' functions (each wrong one is a
+    false variant). The residual counts the mismatches; scope ``instance``: the sizes checked.
     """
     import torch
 
-    from ..positional.band import band_to_logits, relative_index
+    from ..positional.band import band_to_logits, key_to_query_frame, relative_index
+    from ..positional.sequence import RelativePositionBias
     from .result import ProofResult
+
+    def inside(bounds, j):
+        lo, hi = bounds
+        return bool(int(lo) <= j <= int(hi))
 
     mismatches = 0
     for n in range(1, max_length + 1):
         for k in range(0, max_distance + 1):
-            index = relative_index(n, k)
+            index = relative_index(n, k).tolist()
             band = torch.arange(n * (2 * k + 1), dtype=torch.float64).reshape(n, 2 * k + 1)
-            logits = band_to_logits(band, n)
+            table = band.tolist()
+            query = band_to_logits(band, n).tolist()
+            windowed = band_to_logits(band, n, window=True).tolist()
+            keyed = band_to_logits(band, n, frame="key").tolist()
+            keyed_window = band_to_logits(band, n, window=True, frame="key").tolist()
+            chunks = [band_to_logits(band, n, rows=slice(i, i + 1))[0].tolist() for i in range(n)]
+            reindexed = key_to_query_frame(band).tolist()
+            bias = RelativePositionBias(1, k, window=True, causal=True).double()
+            with torch.no_grad():
+                bias.weight.copy_(torch.arange(2 * k + 1, dtype=torch.float64)[None])
+            masked = bias((n,), None, None)[0].tolist()
+            size, width = sp.Integer(n), sp.Integer(k)
             for i in range(n):
                 for j in range(n):
-                    tap = int(clip(offset(sp.Integer(i), sp.Integer(j)), sp.Integer(k))) + k
-                    mismatches += int(index[i, j]) != tap or float(logits[i, j]) != float(band[i, tap])
-    return ProofResult("the proofs' offset and clip are the library's", "clip(j - i, k) + k = relative_index(N, k)"
-                       "[i, j], and band_to_logits reads that column, for every pair", sp.Integer(mismatches),
+                    delta = offset(sp.Integer(i), sp.Integer(j))
+                    tap = int(clip(delta, width)) + k
+                    row = int(token(sp.Integer(i), delta))
+                    if not 0 <= tap <= 2 * k:  # a tap the band does not have: every check of the pair fails
+                        mismatches += 7
+                        continue
+                    expected_key = table[row][tap] if 0 <= row < n else None
+                    in_window = inside(window(sp.Integer(i), width, size), j)
+                    in_causal = inside(causal(sp.Integer(i), width), j)
+                    checks = [
+                        index[i][j] == tap,
+                        query[i][j] == table[i][tap],
+                        chunks[i][j] == table[i][tap],
+                        windowed[i][j] == (table[i][tap] if in_window else float("-inf")),
+                        keyed[i][j] == expected_key,
+                        keyed_window[i][j] == (expected_key if in_window else float("-inf")),
+                        masked[i][j] == (float(tap) if in_causal else float("-inf")),
+                    ]
+                    mismatches += checks.count(False)
+                for t in range(2 * k + 1):
+                    row = int(token(sp.Integer(i), offset(sp.Integer(i), sp.Integer(i + t - k))))
+                    mismatches += reindexed[i][t] != (table[row][t] if 0 <= row < n else float("-inf"))
+    return ProofResult("the proofs' offset, clip, window, frames and causal mask are the library's",
+                       "clip(j - i, k) + k = relative_index(N, k)[i, j]; band_to_logits reads that column of row i "
+                       "(query frame, also by chunks of rows) or of row j = token(i, j - i) (key frame), -inf "
+                       "outside window_keys with window=True; key_to_query_frame reads row token(i, t - k); the "
+                       "causal bias is finite on causal_keys only: for every pair", sp.Integer(mismatches),
                        scope="instance", instance=f"N ≤ {max_length}, k ≤ {max_distance}, every (i, j)")
 
 

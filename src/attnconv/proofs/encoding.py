@@ -5,6 +5,9 @@ softmax over the two axes. Re-exported by :mod:`attnconv.proofs.image`.
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import sympy as sp
 
 from ._symbolic import alpha, sum_simplify
@@ -116,13 +119,30 @@ def hard_attention_limit(sign: int = -1, offset: sp.Expr = 0, center: sp.Expr | 
 
 def centre_offset(offset: object) -> sp.Expr:
     """A head centre's offset from its tap: a real number (1/3) or a real SymPy expression (f, or
-    (u - v)/(2(1 + u + v)) with u, v ≥ 0 for every f in (-1/2, 1/2)). Floats are read as the rational they print."""
+    (u - v)/(2(1 + u + v)) with u, v ≥ 0 for every f in (-1/2, 1/2)).
+
+    A Python float is read as exactly its binary value (``sympy.Rational(x)``), the number the library computes
+    with: 0.49999999999999994 is 9007199254740991/18014398509481984, just below 1/2, never 1/2 itself. A float that
+    is not finite is refused.
+    """
+    if isinstance(offset, float) or (isinstance(offset, numbers.Real) and not isinstance(offset, (int, sp.Basic))):
+        try:
+            number = float(offset)
+        except (TypeError, ValueError, OverflowError) as error:
+            raise TypeError(f"offset must be a real number or a real SymPy expression, got {offset!r}") from error
+        if not math.isfinite(number):
+            raise TypeError(f"offset must be a finite real number, got {offset!r}")
+        return sp.Rational(number)
     try:
-        value = sp.nsimplify(offset) if isinstance(offset, (int, float)) else sp.sympify(offset)
+        value = sp.Integer(offset) if isinstance(offset, int) else sp.sympify(offset)
     except (sp.SympifyError, TypeError) as error:
         raise TypeError(f"offset must be a real number or a real SymPy expression, got {offset!r}") from error
     if not isinstance(value, sp.Expr) or value.is_real is False or value.has(sp.I):
         raise TypeError(f"offset must be a real number or a real SymPy expression, got {offset!r}")
+    if value.has(sp.Float):  # a SymPy Float: its exact binary value, as for a Python float
+        value = value.xreplace({f: sp.Rational(f) for f in value.atoms(sp.Float)})
+    if value.has(sp.oo, -sp.oo, sp.zoo, sp.nan):
+        raise TypeError(f"offset must be a finite real number, got {offset!r}")
     return value
 
 

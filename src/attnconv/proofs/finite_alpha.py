@@ -14,6 +14,8 @@ the square-root step, and that a·b ≤ 0 makes a·b ≤ ‖a‖‖b‖ trivial.
 
 from __future__ import annotations
 
+import functools
+
 import sympy as sp
 
 from ._symbolic import alpha, pull_sums, sum_simplify
@@ -43,6 +45,92 @@ def _termwise(log_term: sp.Expr, log_weight: sp.Expr, n: sp.Symbol) -> ProofResu
                        variables=("α", "n", "Δ"))
 
 
+def _sum_nonnegative(claim: str, total: sp.Sum, summand_proof: ProofResult | None = None) -> ProofResult:
+    """Σ_{n=a}^{b} f(n) ≥ 0, derived from its summand and its range, never from the name of a symbol.
+
+    Two facts, each decided: (1) f(n) ≥ 0 for every integer n (SymPy's sign of f, or ``summand_proof``, a step
+    that proves it), and (2) the range is proper, b - a + 1 ≥ 0 (possibly empty), or infinite at one or both ends
+    as written. (2) matters: SymPy reads a sum over a reversed range as minus a sum (Σ_{n=0}^{-L-1} g = -Σ_{n=-L}^{-1}
+    g, Karr's convention), which makes identities such as θ - P = tails + gaps hold for a one-sided or truncated θ
+    too, while such a "tail" of positive terms is negative.
+    """
+    (n, lower, upper), = total.limits
+    summand = total.function
+    if summand_proof is not None:
+        summand_ok = summand_proof.verified
+    else:
+        summand_ok = summand.is_nonnegative is True or nonnegative(summand)
+    if lower is sp.S.NegativeInfinity or upper is sp.S.Infinity:
+        length = sp.oo if lower is not sp.S.Infinity and upper is not sp.S.NegativeInfinity else -sp.oo
+        proper = length == sp.oo
+    else:
+        length = sp.expand(upper - lower + 1)
+        proper = nonnegative(length)
+    residual = sp.Matrix([0 if summand_ok else summand, 0 if proper else length])
+    where = "infinite" if length == sp.oo else f"{length} ≥ 0 terms"
+    text = (f"Σ_{{{n}={lower}}}^{{{upper}}} {summand} ≥ 0: every term ≥ 0"
+            + (f" ({summand_proof.claim})" if summand_proof is not None else "")
+            + (f", over a proper range ({where})" if proper else
+               f"; but the range {lower}..{upper} is not shown to be proper ({length} ≥ 0 does not follow), and over "
+               "a reversed range SymPy's sum is minus a sum of these terms"))
+    return ProofResult(claim, text, residual, scope="general", variables=("α", "L", "U"),
+                       steps=(summand_proof,) if summand_proof is not None else ())
+
+
+def _difference_bound(claimed: sp.Expr) -> ProofResult:
+    """‖Y_k - Y_t‖ ≤ c·max_j ‖Y_j‖ with c = ``claimed``, derived for vectors in D dimensions (D symbolic):
+
+    ‖a - b‖² = ‖a‖² - 2a·b + ‖b‖² (expanded), -a·b ≤ ‖a‖‖b‖ (Cauchy-Schwarz, from the Lagrange identity), so
+    (‖a‖ + ‖b‖)² - ‖a - b‖² = 2(‖a‖‖b‖ + a·b) ≥ 0 and, by the square-root step, ‖a - b‖ ≤ ‖a‖ + ‖b‖; with
+    ‖a‖, ‖b‖ ≤ M: c M - ‖a - b‖ = (c - 2) M + (slacks) ≥ 0, which needs c ≥ 2. For c < 2 the step fails, with the
+    witness a = +1, b = -1 in one dimension (the query token -1 among tokens +1): ‖a - b‖ = 2 > c = c·max.
+    """
+    dim = sp.Symbol("D", **_pos_int)
+    i = sp.Symbol("i", **_int)
+    a, b = sp.IndexedBase("a", real=True), sp.IndexedBase("b", real=True)
+    square = verify_equal("‖a - b‖² expands", "Σ_i (a_i - b_i)² = ‖a‖² - 2 a·b + ‖b‖²",
+                          sp.Sum(sp.expand((a[i] - b[i]) ** 2), (i, 1, dim)),
+                          sp.Sum(a[i] ** 2, (i, 1, dim)) - 2 * sp.Sum(a[i] * b[i], (i, 1, dim))
+                          + sp.Sum(b[i] ** 2, (i, 1, dim)), simplify=sum_simplify, scope="general",
+                          variables=("D", "a", "b"))
+    norm_a, norm_b, slack = sp.symbols("A_n B_n c", nonnegative=True)  # -a·b = ‖a‖‖b‖ - c, c ≥ 0 (Cauchy-Schwarz)
+    triangle = _decided("‖a - b‖ ≤ ‖a‖ + ‖b‖, squared", "(‖a‖+‖b‖)² - ‖a-b‖² = 2(‖a‖‖b‖ + a·b) ≥ 0",
+                        sp.expand((norm_a + norm_b) ** 2 - (norm_a**2 + 2 * (norm_a * norm_b - slack) + norm_b**2)),
+                        ("a", "b"))
+    top, s0, s1, s2 = sp.symbols("M s_0 s_1 s_2", nonnegative=True)
+    # ‖a - b‖ = ‖a‖ + ‖b‖ - s_0 (triangle), ‖a‖ = M - s_1, ‖b‖ = M - s_2 (M the largest norm)
+    margin = sp.expand(claimed * top - ((top - s1) + (top - s2) - s0))
+    if nonnegative(margin):
+        bound = ProofResult(f"‖Y_k - Y_t‖ ≤ {claimed}·max_j ‖Y_j‖",
+                            f"{claimed}·M - ‖a - b‖ = {margin} ≥ 0 with ‖a‖, ‖b‖ ≤ M (the triangle inequality)",
+                            sp.Integer(0), scope="general", variables=("D", "a", "b", "M"))
+    else:
+        witness = abs(sp.Integer(1) - sp.Integer(-1)) - claimed * 1  # a = +1, b = -1, M = 1, D = 1
+        bound = ProofResult(f"‖Y_k - Y_t‖ ≤ {claimed}·max_j ‖Y_j‖ fails",
+                            f"{claimed}·M - ‖a - b‖ = {margin} is not ≥ 0: the triangle inequality gives the factor 2; "
+                            f"a = +1, b = -1 (D = 1, M = 1) have ‖a - b‖ = 2 > {claimed}",
+                            witness if witness.is_positive is True else margin, scope="general", variables=("D", "a", "b", "M"))
+    return combine(f"‖Y_k - Y_t‖ ≤ {claimed} max_j ‖Y_j‖",
+                   "the difference of two vectors is at most the sum of their norms, at most twice the largest",
+                   [square, _lagrange(), *_square_root_step(), triangle, bound], scope="general",
+                   variables=("D", "a", "b"))
+
+
+@functools.lru_cache(maxsize=1)
+def _lagrange() -> ProofResult:
+    """The Lagrange identity ‖a‖²‖b‖² - (a·b)² = ½ Σ_{i,j} (a_i b_j - a_j b_i)² in D dimensions: (a·b)² ≤ ‖a‖²‖b‖²,
+    so ±a·b ≤ ‖a‖‖b‖ (Cauchy-Schwarz, with the square-root step)."""
+    dim = sp.Symbol("D", **_pos_int)
+    i, j = sp.symbols("i j", **_int)
+    a, b = sp.IndexedBase("a", real=True), sp.IndexedBase("b", real=True)
+    return verify_equal(
+        "Lagrange identity (Cauchy-Schwarz)", "‖a‖²‖b‖² - (a·b)² = ½ Σ_{i,j} (a_i b_j - a_j b_i)² ≥ 0, in D dimensions",
+        sp.Sum(a[i] ** 2, (i, 1, dim)) * sp.Sum(b[j] ** 2, (j, 1, dim))
+        - sp.Sum(a[i] * b[i], (i, 1, dim)) * sp.Sum(a[j] * b[j], (j, 1, dim)),
+        sp.Sum(sp.expand((a[i] * b[j] - a[j] * b[i]) ** 2) / 2, (i, 1, dim), (j, 1, dim)),
+        simplify=sum_simplify, scope="general", variables=("D", "a", "b"))
+
+
 def _square_root_step() -> tuple[ProofResult, ProofResult]:
     """x, y ≥ 0 and x² ≤ y² give x ≤ y: y - x = (y² - x²)/(y + x) (for x + y > 0), a slack over a positive sum."""
     x, y, slack = sp.symbols("x y z", nonnegative=True)
@@ -62,14 +150,9 @@ def weighted_triangle_inequality() -> ProofResult:
     step: the triangle inequality, then the hypothesis.
     """
     dim = sp.Symbol("D", **_pos_int)
-    i, j = sp.symbols("i j", **_int)
+    i = sp.Symbol("i", **_int)
     a, b = sp.IndexedBase("a", real=True), sp.IndexedBase("b", real=True)
-    lagrange = verify_equal(
-        "Lagrange identity (Cauchy-Schwarz)", "‖a‖²‖b‖² - (a·b)² = ½ Σ_{i,j} (a_i b_j - a_j b_i)² ≥ 0, in D dimensions",
-        sp.Sum(a[i] ** 2, (i, 1, dim)) * sp.Sum(b[j] ** 2, (j, 1, dim))
-        - sp.Sum(a[i] * b[i], (i, 1, dim)) * sp.Sum(a[j] * b[j], (j, 1, dim)),
-        sp.Sum(sp.expand((a[i] * b[j] - a[j] * b[i]) ** 2) / 2, (i, 1, dim), (j, 1, dim)),
-        simplify=sum_simplify, scope="general", variables=("D", "a", "b"))
+    lagrange = _lagrange()
     square = verify_equal("‖a + b‖² expands", "Σ_i (a_i + b_i)² = ‖a‖² + 2 a·b + ‖b‖²",
                           sp.Sum(sp.expand((a[i] + b[i]) ** 2), (i, 1, dim)),
                           sp.Sum(a[i] ** 2, (i, 1, dim)) + 2 * sp.Sum(a[i] * b[i], (i, 1, dim))
@@ -100,7 +183,8 @@ def weighted_triangle_inequality() -> ProofResult:
 
 
 def finite_alpha_bound(factor: sp.Expr = 1, claimed_alpha: sp.Expr = 1, coefficient: int = -2,
-                       sign: int = -1) -> ProofResult:
+                       sign: int = -1, difference_factor: sp.Expr = 2,
+                       theta_range: tuple[sp.Expr, sp.Expr] = (-sp.oo, sp.oo)) -> ProofResult:
     """The finite-α error bound of a 2-D quadratic head, derived with α, the grid and the channels symbolic.
 
     1. From the logit: the key at δ = Δ + n weighs w(n) = e^{ℓ(Δ+n) - ℓ(Δ)} relative to the target, and this
@@ -108,14 +192,17 @@ def finite_alpha_bound(factor: sp.Expr = 1, claimed_alpha: sp.Expr = 1, coeffici
     2. On a grid with L_a offsets below and U_a above the target on axis a, the off-target weight is
        R = P_1 P_2 - 1 with P_a = Σ_{n=-L_a}^{U_a} w_a(n) (Fubini).
     3. Each w_a(n) ≤ g(n) = e^{-κα n²}, the bound's term, for every integer n. With θ = Σ_{n∈Z} g(n) split into
-       the grid's terms and two tails T_a: θ - P_a = T_a + Σ_{n=-L_a}^{U_a} (g(n) - w_a(n)) ≥ 0.
+       the grid's terms and two tails T_a: θ - P_a = T_a + Σ_{n=-L_a}^{U_a} (g(n) - w_a(n)) ≥ 0. Each tail, and the
+       sum of the termwise gaps, is shown ≥ 0 from its summand (≥ 0 term by term) and its range (proper or
+       infinite, as written): the identity alone holds for any θ, by SymPy's convention for reversed ranges.
     4. S - R = θ² - P_1 P_2 = θ(θ - P_2) + P_2(θ - P_1) ≥ 0.
     5. ε = R/(1 + R), and S/(1+S) - R/(1+R) = (S - R)/((1+R)(1+S)) ≥ 0; S/(1+S) = 1 - θ^{-2}.
     6. The claimed bound c·S/(1+S) ≥ S/(1+S) (c ≥ 1). S/(1+S) is attained on an infinite grid (T_a = 0), so a
        smaller c is false, and it fails here.
     7. Σ_k A_k Y_k - Y_t = Σ_k A_k (Y_k - Y_t) (with Σ_k A_k = 1); the weighted triangle inequality
-       (``weighted_triangle_inequality``, by induction over keys) and ‖Y_k - Y_t‖ ≤ ‖Y_k‖ + ‖Y_t‖ ≤ 2 max;
-       Σ_{k≠t} A_k m_k ≤ ε m_max, since ε m_max - Σ A_k m_k = Σ A_k (m_max - m_k) ≥ 0.
+       (``weighted_triangle_inequality``, by induction over keys) and ‖Y_k - Y_t‖ ≤ ‖Y_k‖ + ‖Y_t‖ ≤ 2 max, the 2
+       derived (``_difference_bound``); Σ_{k≠t} A_k m_k ≤ ε m_max, since ε m_max - Σ A_k m_k = Σ A_k (m_max - m_k)
+       ≥ 0.
 
     Args:
         factor: c. 1 is the paper's bound; 2 is a looser, true bound; 1/2 and 9/10 are false.
@@ -123,6 +210,12 @@ def finite_alpha_bound(factor: sp.Expr = 1, claimed_alpha: sp.Expr = 1, coeffici
         coefficient: the encoding's centre coefficient (-2 in the paper). -1 puts the head's peak at Δ/2, so the
             target does not carry the weight the bound assumes (false: step 3 fails).
         sign: -1 for the paper's encoding; +1 (weights growing away from the target) is false (step 3 fails).
+        difference_factor: c' in ‖Y_k - Y_t‖ ≤ c' max ‖Y‖ and in the error bound Σ_h c' ε max_k ‖X_k W^(h)‖: 2 in
+            the paper; 1 is false (a query token -1 among tokens +1 meets 2ε exactly), and the derived step fails.
+        theta_range: the range (a, b) of the sum θ = Σ_{n=a}^{b} e^{-κα n²} the bound is stated with: all of Z in
+            the paper. A one-sided θ, (0, ∞), or a truncated one, (-5, 5), is false (at α = 1 the library's head puts
+            0.682 of its mass off the target on a 61×61 grid, the one-sided bound is 0.480): a tail then runs over a
+            reversed range, and the step that shows it ≥ 0 fails.
     """
     n1, n2, n = sp.symbols("n1 n2 n", **_int)
     center = sp.symbols("Delta1 Delta2", **_int)
@@ -147,16 +240,27 @@ def finite_alpha_bound(factor: sp.Expr = 1, claimed_alpha: sp.Expr = 1, coeffici
     log_term = -kappa * alpha * n**2
     term = sp.exp(log_term)  # the bound's term g(n), as the statement defines θ
     termwise = [_termwise(log_term, axis[a], n) for a in range(2)]
-    theta = sp.Sum(term, (n, -sp.oo, sp.oo))
-    tails = [sp.Sum(term, (n, -sp.oo, -lo[a] - 1)) + sp.Sum(term, (n, hi[a] + 1, sp.oo)) for a in range(2)]
+    lower, upper = (sp.sympify(end) for end in theta_range)
+    theta = sp.Sum(term, (n, lower, upper))
+    tails = [(sp.Sum(term, (n, lower, -lo[a] - 1)), sp.Sum(term, (n, hi[a] + 1, upper))) for a in range(2)]
+    gaps = [sp.Sum(term - sp.exp(axis[a]), (n, -lo[a], hi[a])) for a in range(2)]
     steps = [separable, target, fubini, *termwise]
     for a in range(2):
-        steps.append(verify_equal(f"θ - P_{a + 1} = tails + termwise gaps", "θ - P_a = T_a + Σ_{n=-L}^{U} (g(n) - w_a(n))",
-                                  theta - partial[a], tails[a] + sp.Sum(term - sp.exp(axis[a]), (n, -lo[a], hi[a])),
-                                  simplify=lambda e: sp.simplify(pull_sums(e)), scope="general",
-                                  variables=("α", "L", "U")))
-    th, p1, p2 = sp.symbols("theta P_1 P_2", nonnegative=True)
-    d1, d2 = sp.symbols("d_1 d_2", nonnegative=True)  # θ - P_a ≥ 0: the tails and the termwise gaps (step 3)
+        split = verify_equal(f"θ - P_{a + 1} = tails + termwise gaps", "θ - P_a = T_a + Σ_{n=-L}^{U} (g(n) - w_a(n))",
+                             theta - partial[a], tails[a][0] + tails[a][1] + gaps[a],
+                             simplify=lambda e: sp.simplify(pull_sums(e)), scope="general",
+                             variables=("α", "L", "U"))
+        # θ - P_a ≥ 0, derived: each piece from its summand and its range (never from the name of a symbol)
+        pieces = [_sum_nonnegative(f"the left tail of axis {a + 1} is ≥ 0", tails[a][0]),
+                  _sum_nonnegative(f"the right tail of axis {a + 1} is ≥ 0", tails[a][1]),
+                  _sum_nonnegative(f"the termwise gaps of axis {a + 1} sum to ≥ 0", gaps[a], termwise[a])]
+        steps.append(combine(f"d_{a + 1} = θ - P_{a + 1} ≥ 0", "θ - P_a = T_a + Σ (g - w_a), each piece a sum of "
+                             "terms ≥ 0 over a proper range", [split, *pieces], scope="general",
+                             variables=("α", "L", "U")))
+        steps.append(_sum_nonnegative(f"P_{a + 1} ≥ 0", partial[a]))
+    steps.append(_sum_nonnegative("θ ≥ 0", theta))
+    th, p1, p2 = sp.symbols("theta P_1 P_2", nonnegative=True)  # θ, P_a ≥ 0 (derived just above)
+    d1, d2 = sp.symbols("d_1 d_2", nonnegative=True)  # θ - P_a ≥ 0 (derived just above, step 3)
     steps.append(verify_equal("S - R as products", "θ² - P_1 P_2 = θ(θ - P_2) + P_2(θ - P_1)", th**2 - p1 * p2,
                               th * (th - p2) + p2 * (th - p1), simplify=sp.expand, scope="general",
                               variables=("θ", "P")))
@@ -187,6 +291,7 @@ def finite_alpha_bound(factor: sp.Expr = 1, claimed_alpha: sp.Expr = 1, coeffici
                               simplify=lambda e: sp.expand(pull_sums(e)), scope="general",
                               variables=("N", "A", "Y", "t")))
     steps.append(weighted_triangle_inequality())
+    steps.append(_difference_bound(sp.sympify(difference_factor)))
     nonneg_weights, m_k, top = sp.IndexedBase("A", nonnegative=True), sp.IndexedBase("m"), sp.Symbol("m_max")
     excess = sp.Sum(nonneg_weights[k] * (top - m_k[k]), (k, 1, count))  # m_max - m_k ≥ 0 for every k
     below = excess.function.subs(top - m_k[k], sp.Symbol("z", nonnegative=True)).is_nonnegative
@@ -195,8 +300,11 @@ def finite_alpha_bound(factor: sp.Expr = 1, claimed_alpha: sp.Expr = 1, coeffici
                              sp.Integer(0) if below else excess, scope="general", variables=("N", "A ≥ 0", "m")))
     bound = f"{factor}·S/(1+S)" if factor != 1 else "S/(1+S)"
     theta_text = "θ(α)" if kappa == 1 else f"θ({kappa}α)"
+    if (lower, upper) != (-sp.oo, sp.oo):
+        theta_text += f" summed over n = {lower}..{upper}"
     return combine(
         "finite-α bound",
-        f"off-target mass ≤ {bound}, S = {theta_text}² - 1; ‖MHSA(X)_q - Conv(X)_q‖ ≤ Σ_h 2ε max_k ‖X_k W^(h)‖",
+        f"off-target mass ≤ {bound}, S = {theta_text}² - 1; ‖MHSA(X)_q - Conv(X)_q‖ ≤ Σ_h {difference_factor}ε "
+        "max_k ‖X_k W^(h)‖",
         steps, scope="general", variables=("α", "Δ", "L", "U", "N", "D"),
     )

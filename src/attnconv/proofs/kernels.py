@@ -12,9 +12,10 @@ import torch
 
 from ..positional.sequence import relative_position_bucket
 from .conventions import relative_offset
+from .limit import decide_conditions, nonnegative
 from .result import ProofResult, combine, verify_equal
 
-__all__ = ["alibi_kernel_decay", "alibi_weights", "bucketed_kernel_is_piecewise_constant"]
+__all__ = ["alibi_kernel_decay", "alibi_weights", "bucketed_kernel_is_piecewise_constant", "t5_bucket"]
 
 
 def _geometric(expr: sp.Expr) -> sp.Expr:
@@ -88,33 +89,162 @@ def alibi_kernel_decay(causal: bool = False, rate: int = 1, future_weight: bool 
                    [normaliser, weights, decay], scope="general", variables=("N", "i", "t", "s", "m"))
 
 
-def bucketed_kernel_is_piecewise_constant(num_buckets: int = 8, max_distance: int = 6,
-                                          bucket=None) -> ProofResult:
+def t5_bucket(delta: sp.Expr, num_buckets: int, max_distance: int) -> sp.Expr:
+    """T5's bucket of the offset δ = key - query, as a SymPy expression in δ (an integer or an integer symbol).
+
+    With half = num_buckets // 2, exact = num_buckets // 4 and d = abs(δ): d itself when d < exact, else
+    min(half - 1, exact + floor(log(max(d, 1)/exact) / log(k/exact) · (half - exact))); plus half when δ > 0.
+    This is the formula ``attnconv.positional.band.relative_position_bucket`` computes in float64; here it is exact,
+    and :func:`bucketed_kernel_is_piecewise_constant` holds the library to it.
+    """
+    half, exact = num_buckets // 2, num_buckets // 4
+    distance = sp.Abs(delta)
+    ratio = sp.log(sp.Max(distance, 1) / sp.Integer(exact)) / sp.log(sp.Rational(max_distance, exact))
+    far = sp.Min(exact + sp.floor(ratio * (half - exact)), half - 1)
+    return sp.Piecewise((distance, distance < exact), (far, True)) + sp.Piecewise((half, delta > 0), (0, True))
+
+
+def _nondecreasing(expr: sp.Expr, m: sp.Symbol) -> bool:
+    """``expr`` is provably nondecreasing in the integer m ≥ 0: a sum of such terms, a nonnegative constant times
+    one, floor, ceiling, Min or Max of such, or a derivative SymPy shows ≥ 0. Sound, incomplete."""
+    if m not in expr.free_symbols:
+        return True
+    if isinstance(expr, sp.Add):
+        return all(_nondecreasing(arg, m) for arg in expr.args)
+    if isinstance(expr, sp.Mul):
+        constant, rest = expr.as_independent(m, as_Add=False)
+        if constant != 1 and constant.is_nonnegative is True:
+            return _nondecreasing(rest, m)
+    if isinstance(expr, (sp.floor, sp.ceiling)):
+        return _nondecreasing(expr.args[0], m)
+    if isinstance(expr, (sp.Min, sp.Max)):
+        return all(_nondecreasing(arg, m) for arg in expr.args)
+    if expr.has(sp.Piecewise, sp.Mod, sp.floor, sp.ceiling, sp.Min, sp.Max, sp.Abs):
+        return False
+    try:
+        slope = sp.diff(expr, m)
+    except (TypeError, ValueError, NotImplementedError):
+        return False
+    return slope.is_nonnegative is True or nonnegative(slope)
+
+
+def _settle(expr: sp.Expr, m: sp.Symbol) -> sp.Expr:
+    """Decide the Min and Max of ``expr`` (a label at an offset k + m, m ≥ 0) that monotonicity settles: A ≥ B for
+    every m ≥ 0 when A - B is nondecreasing in m and ≥ 0 at m = 0; the conditions of its Piecewise by
+    :func:`~attnconv.proofs.limit.decide_conditions`."""
+    for _ in range(8):
+        before = expr
+        expr = decide_conditions(expr)
+
+        def rule(e: sp.Expr) -> sp.Expr:
+            keep = list(e.args)
+            for a, b in itertools.permutations(e.args, 2):
+                if a in keep and b in keep:
+                    gap = sp.expand(a - b)
+                    at_zero = gap.subs(m, 0)
+                    if _nondecreasing(gap, m) and (at_zero.is_nonnegative is True or nonnegative(at_zero)):
+                        keep.remove(b if isinstance(e, sp.Max) else a)  # a ≥ b everywhere
+            return type(e)(*keep) if len(keep) > 1 else keep[0]
+
+        expr = expr.replace(lambda e: isinstance(e, (sp.Min, sp.Max)) and m in e.free_symbols, rule)
+        if expr == before:
+            break
+    return expr
+
+
+def _library_buckets(num_buckets: int, max_distance: int) -> ProofResult:
+    """The library's ``relative_position_bucket`` and the buckets of ``RelativePositionBias`` are T5's formula
+    (:func:`t5_bucket`), at every offset up to 3k + 8 and at a few far ones: mismatches counted."""
+    from ..positional.sequence import RelativePositionBias
+
+    k = max_distance
+    offsets = list(range(-3 * k - 8, 3 * k + 9)) + [10**3, -(10**3), 10**6, -(10**6)]
+    library = relative_position_bucket(torch.tensor(offsets), num_buckets, k).tolist()
+    formula = [int(t5_bucket(sp.Integer(d), num_buckets, k)) for d in offsets]
+    mismatches = [d for d, a, b in zip(offsets, library, formula) if a != b]
+    bias = RelativePositionBias(1, k, num_buckets=num_buckets)
+    with torch.no_grad():
+        bias.weight.copy_(torch.arange(num_buckets, dtype=bias.weight.dtype)[None])  # logit = bucket id
+    radius = 3 * k
+    kernel = bias.kernel_logits(radius)[0].tolist()
+    mismatches += [d for d, got in zip(range(-radius, radius + 1), kernel)
+                   if int(got) != int(t5_bucket(sp.Integer(d), num_buckets, k))]
+    return ProofResult("the library's buckets are T5's formula",
+                       f"relative_position_bucket(δ, {num_buckets}, {k}) = t5_bucket(δ) for |δ| ≤ {3 * k + 8} and "
+                       f"|δ| = 10³, 10⁶; RelativePositionBias reads bucket(δ) for |δ| ≤ {radius}"
+                       + (f"; they differ at δ = {mismatches[:6]}" if mismatches else ""),
+                       sp.Integer(len(mismatches)), scope="instance",
+                       instance=f"num_buckets={num_buckets}, max_distance={k}")
+
+
+def bucketed_kernel_is_piecewise_constant(num_buckets: int = 8, max_distance: int = 6, bucket=None,
+                                          formula=None) -> ProofResult:
     """T5's bucketed bias gives a lightweight-convolution kernel β_δ = e^{w_bucket(δ)} / Z that
 
-    - is constant beyond the clipping distance on each side: β_δ = β_{±k} for abs(δ) ≥ k (bucketing clips), and
+    - is constant beyond the clipping distance on each side, at *every* offset: β_δ = β_{±k} for abs(δ) ≥ k
+      (bucketing clips). Proved for δ = ±(k + m) with m ≥ 0 symbolic, by reasoning on the bucket formula: its
+      logarithmic part is nondecreasing in m and already reaches the last bucket at m = 0, so the clamp to the last
+      bucket decides it;
     - is free near the query: the offsets with abs(δ) < num_buckets / 4 each have their own bucket, so β_δ ≠ β_δ'
-      for distinct such offsets (the residual counts offsets that share a bucket).
+      for distinct such offsets (a finite range: the residual counts offsets that share a bucket).
 
-    ``bucket(offsets, num_buckets, max_distance)`` defaults to ``relative_position_bucket``; any other labelling
-    (random labels, no clipping) fails. One instance of num_buckets and k.
+    The labelling is a formula, ``formula(δ, num_buckets, max_distance)`` returning a SymPy expression, by default
+    T5's (:func:`t5_bucket`); the default also holds the library's ``relative_position_bucket`` to it (a step).
+    A labelling given only by its values, ``bucket(offsets, num_buckets, max_distance)`` returning a list, is
+    checked on the offsets up to abs(δ) = k + 3, where a wrong one fails; beyond them nothing is known of it, so
+    a labelling that passes there is *not decided*, never verified. Scope: one instance of num_buckets and k.
     """
     k = max_distance
-    bucket = bucket or (lambda d, nb, md: relative_position_bucket(torch.tensor(d), nb, md).tolist())
-    offsets = list(range(-k - 3, k + 4))
-    labels = dict(zip(offsets, bucket(offsets, num_buckets, k)))
-    w = sp.symbols(f"w0:{max(labels.values()) + 1}", real=True)
-    z = sum(sp.exp(w[label]) for label in labels.values())
-    beta = {d: sp.exp(w[label]) / z for d, label in labels.items()}
-    tails = [beta[d] - beta[k if d > 0 else -k] for d in offsets if abs(d) >= k]
-    exact = [d for d in offsets if abs(d) < num_buckets // 4]
-    shared = sum(1 for d, e in itertools.combinations(exact, 2) if labels[d] == labels[e])
-    residual = sp.Matrix([*tails, shared])
-    return verify_equal(
+    if bucket is not None and formula is not None:
+        raise ValueError("give the labelling as bucket (its values) or as formula, not both")
+    exact = num_buckets // 4
+    near = [d for d in range(-exact + 1, exact)]
+    steps = []
+    if bucket is not None:
+        offsets = list(range(-k - 3, k + 4))
+        labels = dict(zip(offsets, bucket(offsets, num_buckets, k)))
+        tails = sp.Matrix([int(labels[d] != labels[k if d > 0 else -k]) for d in offsets if abs(d) >= k])
+        window = ProofResult(f"clipped tails for k ≤ |δ| ≤ k + 3 ({num_buckets} buckets, k={k})",
+                             "bucket(δ) = bucket(±k) for every listed offset beyond k", tails, scope="instance",
+                             instance=f"|δ| ≤ {k + 3}")
+        beyond = ProofResult("not decided beyond |δ| = k + 3",
+                             "a labelling given only by its values says nothing of the offsets beyond those it "
+                             "was asked for: give it as a formula to prove the tails for every offset",
+                             sp.Symbol("unknown_beyond_the_window"), scope="general", variables=("δ",),
+                             undecided=True)
+        steps += [window, beyond]
+        shared = sum(1 for d, e in itertools.combinations(near, 2) if labels[d] == labels[e])
+    else:
+        label = formula or t5_bucket
+        m = sp.Symbol("m", integer=True, nonnegative=True)
+        tails = []
+        for side in (1, -1):
+            difference = sp.simplify(_settle(label(side * (k + m), num_buckets, k), m)
+                                     - label(sp.Integer(side * k), num_buckets, k))
+            if difference == 0:
+                tails.append(ProofResult(f"bucket({'+' if side > 0 else '-'}(k + m)) = bucket({side * k})",
+                                         f"for every m ≥ 0 (k = {k}, {num_buckets} buckets)", sp.Integer(0),
+                                         scope="general", variables=("m ≥ 0",)))
+                continue
+            witness = next((w for w in range(0, 4 * k + 16) if difference.subs(m, w) != 0), None)
+            tails.append(ProofResult(
+                f"bucket({'+' if side > 0 else '-'}(k + m)) ≠ bucket({side * k})" if witness is not None
+                else f"bucket({'+' if side > 0 else '-'}(k + m)) = bucket({side * k}): not decided",
+                f"bucket(δ) - bucket({side * k}) = {difference}"
+                + (f", {difference.subs(m, witness)} at δ = {side * (k + witness)}" if witness is not None else
+                   ": not shown to vanish for every m ≥ 0, and no offset up to 5k + 15 refutes it"),
+                difference, scope="general", variables=("m ≥ 0",), undecided=witness is None))
+        steps += tails
+        if formula is None:
+            steps.append(_library_buckets(num_buckets, k))
+        values = {d: label(sp.Integer(d), num_buckets, k) for d in near}
+        shared = sum(1 for d, e in itertools.combinations(near, 2) if sp.simplify(values[d] - values[e]) == 0)
+    steps.append(ProofResult(f"a bucket of its own for each |δ| < {num_buckets}/4",
+                             f"no two of the offsets {near} share a bucket", sp.Integer(shared), scope="instance",
+                             instance=f"num_buckets={num_buckets}"))
+    return combine(
         f"T5-bucketed kernel: clipped tails, free centre ({num_buckets} buckets, k={k})",
-        "β_δ = β_(±k) for |δ| ≥ k, and distinct weights for |δ| < num_buckets/4",
-        residual, sp.zeros(len(tails) + 1, 1), simplify=sp.simplify,
-        scope="instance", instance=f"num_buckets={num_buckets}, max_distance={k}",
+        "β_δ = β_(±k) for every |δ| ≥ k, and distinct weights for |δ| < num_buckets/4",
+        steps, scope="instance", instance=f"num_buckets={num_buckets}, max_distance={k}",
     )
-
 

@@ -17,6 +17,7 @@ substituting nonnegative parameters, the numerator and denominator are polynomia
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -48,21 +49,103 @@ def encoding_logit(delta: Sequence[sp.Expr], center: Sequence[sp.Expr], sign: in
     return sp.expand(sum(v * r for v, r in zip(query, features)))
 
 
-def nonnegative(expr: sp.Expr) -> bool:
-    """True when ``expr`` is provably ≥ 0: as a fraction P/Q of polynomials in its symbols (all declared
-    nonnegative), P and Q expand to nonnegative coefficients and Q is not zero. A sound, incomplete test."""
-    numerator, denominator = sp.fraction(sp.together(sp.expand(expr)))
-    for part in (numerator, denominator):
-        part = sp.expand(part)
+_SYMPY_ERRORS = (sp.PolynomialError, sp.polys.polyerrors.GeneratorsNeeded, sp.polys.polyerrors.CoercionFailed,
+                 sp.SympifyError, TypeError, ValueError, ZeroDivisionError, RecursionError, NotImplementedError,
+                 AttributeError)
+
+
+def _opaque_parts(expr: sp.Expr) -> list[sp.Expr]:
+    """The outermost subexpressions of ``expr`` that are not built from symbols and numbers by +, · and integer
+    powers (Max, Min, Abs, exp, sqrt, ...): what keeps ``expr`` from being a rational function of its symbols."""
+    found: list[sp.Expr] = []
+
+    def walk(e: sp.Expr) -> None:
+        if e.is_Symbol or e.is_Number or not e.free_symbols:
+            return
+        if isinstance(e, (sp.Add, sp.Mul)):
+            for arg in e.args:
+                walk(arg)
+        elif isinstance(e, sp.Pow) and e.exp.is_Integer:
+            walk(e.base)
+        elif e not in found:
+            found.append(e)
+
+    walk(expr)
+    return found
+
+
+def _replacements(part: sp.Expr) -> list[sp.Expr]:
+    """What is known of one opaque part, each an expression that equals it at some value of new symbols ≥ 0:
+    Max(a, b, ...) = a + s (or b + s, ...), Min(a, b, ...) = a - s, and a part SymPy knows to be nonnegative
+    (e^x, abs(x), sqrt(x)) is a new symbol t ≥ 0."""
+    options = []
+    if isinstance(part, sp.Max):
+        options += [arg + sp.Dummy("s", nonnegative=True) for arg in part.args]
+    elif isinstance(part, sp.Min):
+        options += [arg - sp.Dummy("s", nonnegative=True) for arg in part.args]
+    if part.is_nonnegative is True:
+        options.append(sp.Dummy("t", nonnegative=True))
+    return options
+
+
+def _decide_forms(expr: sp.Expr, strict: bool, budget: list[int]) -> bool:
+    """``expr`` ≥ 0 (> 0 when ``strict``) by the polynomial test, after replacing its opaque parts one at a time.
+
+    For the first opaque part p, either one replacement of :func:`_replacements` proves it (each is p itself at
+    some value of its new symbol), or, for p = Max(a, b, ...) or Min(a, b, ...), every case p = a, p = b, ... does
+    (p is one of its arguments). Both are sound; ``budget`` bounds the search."""
+    if budget[0] <= 0:
+        return False
+    budget[0] -= 1
+    parts = _opaque_parts(expr)
+    if not parts:
+        try:
+            return _polynomial_sign(expr, strict)
+        except _SYMPY_ERRORS:
+            return False
+    part = parts[0]
+    for option in _replacements(part):
+        if _decide_forms(expr.xreplace({part: option}), strict, budget):
+            return True
+    if isinstance(part, (sp.Max, sp.Min)):
+        return all(_decide_forms(expr.xreplace({part: arg}), strict, budget) for arg in part.args)
+    return False
+
+
+def _polynomial_sign(form: sp.Expr, strict: bool) -> bool:
+    """``form`` = P/Q with P, Q polynomials in nonnegative symbols with nonnegative coefficients (and, when
+    ``strict``, positive constant terms), Q not zero."""
+    numerator, denominator = sp.fraction(sp.together(sp.expand(form)))
+    for part in (sp.expand(numerator), sp.expand(denominator)):
         if any(s.is_nonnegative is not True for s in part.free_symbols):
             return False
-        if part.free_symbols:
-            coefficients = sp.Poly(part, *sorted(part.free_symbols, key=str)).coeffs()
-        else:
-            coefficients = [part]
-        if any(not (c.is_number and c >= 0) for c in coefficients):
+        symbols = sorted(part.free_symbols, key=str)
+        poly = sp.Poly(part, *symbols) if symbols else None
+        coefficients = poly.coeffs() if poly is not None else [part]
+        if any(not (c.is_number and c.is_extended_real and bool(c >= 0)) for c in coefficients):
             return False
+        if strict:
+            constant = poly.coeff_monomial(1) if poly is not None else part
+            if not (constant.is_number and bool(constant > 0)):
+                return False
     return sp.expand(denominator) != 0
+
+
+def _decide_sign(expr: sp.Expr, strict: bool) -> bool:
+    try:
+        return _decide_forms(sp.expand(sp.sympify(expr)), strict, [256])
+    except _SYMPY_ERRORS:
+        return False
+
+
+def nonnegative(expr: sp.Expr) -> bool:
+    """True when ``expr`` is provably ≥ 0: as a fraction P/Q of polynomials in its symbols (all declared
+    nonnegative), P and Q expand to nonnegative coefficients and Q is not zero. A sound, incomplete test.
+
+    A Max, Min or other non-polynomial part is first replaced by what is known of it (:func:`_decide_forms`:
+    Max(a, b) = a + s with s ≥ 0, or each of its cases a and b; a nonnegative e^x by a symbol t ≥ 0); an
+    expression SymPy cannot handle is "not proved" (False), never an error."""
+    return _decide_sign(expr, strict=False)
 
 
 def decide_conditions(expr: sp.Expr) -> sp.Expr:
@@ -139,15 +222,9 @@ class AxisLimit:
 
 def positive(expr: sp.Expr) -> bool:
     """True when ``expr`` is provably > 0: as a fraction P/Q of polynomials in nonnegative symbols, P and Q have
-    nonnegative coefficients and positive constant terms. A sound, incomplete test (like :func:`nonnegative`)."""
-    numerator, denominator = sp.fraction(sp.together(sp.expand(expr)))
-    for part in (sp.expand(numerator), sp.expand(denominator)):
-        if not nonnegative(part):
-            return False
-        constant = part.subs({s: 0 for s in part.free_symbols})
-        if not (constant.is_number and constant > 0):
-            return False
-    return True
+    nonnegative coefficients and positive constant terms. A sound, incomplete test (like :func:`nonnegative`, with
+    the same treatment of Max, Min and other non-polynomial parts)."""
+    return _decide_sign(expr, strict=True)
 
 
 def split_centre(critical: sp.Expr) -> tuple[sp.Expr, sp.Expr]:

@@ -45,6 +45,9 @@ class ProofResult:
         latex: optional LaTeX form of ``statement``, shown as typeset maths.
         immediate: whether the two sides were the same expression before any simplification (set by
             :func:`verify_equal`); a ``general`` proof must not be immediate.
+        undecided: the residual is not known to be zero, nor known not to be: the claim is *not decided* (for
+            example SymPy did not simplify a difference that vanishes at every random instance tried, or a
+            condition could not be decided). Such a result is not verified, and it is not a refutation either.
         verified: computed, never passed: ``residual`` is exactly zero and every step verifies.
     """
 
@@ -57,6 +60,7 @@ class ProofResult:
     steps: tuple["ProofResult", ...] = ()
     latex: str = ""
     immediate: bool = False
+    undecided: bool = False
     verified: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -69,11 +73,24 @@ class ProofResult:
         object.__setattr__(self, "verified", _is_zero(self.residual) and all(s.verified for s in self.steps))
 
     @property
+    def decided(self) -> bool:
+        """Verified, or refuted: false when the failure rests only on undecided residuals (its own or its
+        failing steps'), which says "not decided", not "false"."""
+        if self.verified:
+            return True
+        if not _is_zero(self.residual) and not self.undecided:
+            return True
+        return any(step.decided for step in self.steps if not step.verified)
+
+    @property
     def status(self) -> str:
-        return "verified" if self.verified else "NOT verified"
+        return "verified" if self.verified else ("NOT verified" if self.decided else "not decided")
 
     def __repr__(self) -> str:
         return f"ProofResult({self.claim!r}: {self.status}, scope={self.scope}, residual={self.residual})"
+
+    def _mark(self) -> str:
+        return {"verified": "✔ verified", "NOT verified": "✘ NOT verified"}.get(self.status, "? not decided")
 
     def _scope_text(self) -> str:
         where = f"for all {', '.join(self.variables)}" if self.variables else ""
@@ -81,7 +98,7 @@ class ProofResult:
 
     def _repr_markdown_(self) -> str:
         """Plain markdown (no maths): the claim, its status and scope, the statement and the steps."""
-        mark = "✔ verified" if self.verified else "✘ NOT verified"
+        mark = self._mark()
         lines = [f"**{self.claim}** ({mark}; {self._scope_text()}): {self.statement}", ""]
         lines += [f"- {step.claim}: {step.status}" for step in self.steps]
         return "\n".join(lines)
@@ -93,7 +110,7 @@ class ProofResult:
         the book and in Jupyter; a markdown output would show ``$$`` literally where the reader parses it as
         CommonMark.
         """
-        mark = "✔ verified" if self.verified else "✘ NOT verified"
+        mark = self._mark()
         statement = (f'<div class="math notranslate nohighlight">\\[{html.escape(self.latex)}\\]</div>'
                      if self.latex else f"<p>{html.escape(self.statement)}</p>")
         residual = sp.latex(self.residual)

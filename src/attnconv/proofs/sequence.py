@@ -19,7 +19,7 @@ from __future__ import annotations
 import sympy as sp
 
 from ._symbolic import minors_above_rank, reindex, sum_simplify
-from .conventions import attention_row, clip_offset, relative_offset
+from .conventions import attention_row, causal_keys, clip_offset, kernel_token, relative_offset, window_keys
 from .kernels import alibi_kernel_decay, bucketed_kernel_is_piecewise_constant
 from .result import ProofResult, combine, verify_equal
 
@@ -76,8 +76,10 @@ def fixed_bias_is_lightweight_conv(offset: str = "key-query", extra_key: bool = 
     def logit(key):
         return b[relative_offset(i, key) if offset == "key-query" else relative_offset(key, i)]
 
-    last = i + k + (1 if extra_key else 0)
-    attention = _attention_row(logit, x, j, sp.Max(0, i - k), sp.Min(n - 1, last))
+    first, last = window_keys(i, k, n)
+    if extra_key:
+        last = window_keys(i, k + 1, n)[1]
+    attention = _attention_row(logit, x, j, first, last)
     beta = sp.exp(b[delta]) / sp.Sum(sp.exp(b[e]), (e, -k, k))
     conv = sp.Sum(beta * x[i + delta], (delta, -k, k))
     return verify_equal(
@@ -100,7 +102,7 @@ def boundary_renormalisation(renormalize: bool = True) -> ProofResult:
     _, k, _, _, _, j, delta, e, _, _ = _symbols()
     i, after = sp.symbols("i r", integer=True, nonnegative=True)
     n = i + 1 + after
-    lo, hi = sp.Max(0, i - k), sp.Min(n - 1, i + k)  # the keys that exist
+    lo, hi = window_keys(i, k, n)  # the keys of the window that exist
     b, x = sp.IndexedBase("b", real=True), sp.IndexedBase("x", real=True)
     attention = _attention_row(lambda key: b[relative_offset(i, key)], x, j, lo, hi)
     beta = sp.exp(b[delta]) / sp.Sum(sp.exp(b[e]), (e, -k, k))
@@ -247,7 +249,7 @@ def key_dependent_is_dynamic_conv(predictor: str = "key", clipped: bool = True) 
         return sp.Sum(project(w_k, m, dd) * emb[t, dd], (dd, 1, d)) / sp.sqrt(d)
 
     lhs = sp.Sum(project(w_k, j, dd) * emb[_clip_symbolic(relative_offset(i, j), k), dd], (dd, 1, d)) / sp.sqrt(d)
-    reader = i + delta if predictor == "key" else i
+    reader = kernel_token(i, delta) if predictor == "key" else i
     kernel = gamma(reader, _clip_symbolic(delta, k) if clipped else delta)  # κ_i[δ]
     return verify_equal(
         f"key-dependent term = dynamic conv predicted from the {predictor}",
@@ -290,7 +292,7 @@ def composite_is_sum_of_kernels(key_predictor: str = "key", fixed_clipped: bool 
     tap = _clip_symbolic(delta, k)
     fixed = b[tap] if fixed_clipped else b[delta]
     query = sp.Sum(project(w_q, i, dd) * a[tap, dd], (dd, 1, d)) / root  # (x_i W^D)_tap
-    reader = i + delta if key_predictor == "key" else i
+    reader = kernel_token(i, delta) if key_predictor == "key" else i
     key = sp.Sum(project(w_k, reader, dd) * emb[tap, dd], (dd, 1, d)) / root  # γ_reader[tap]
     return verify_equal(
         f"composite logits = content + three relative kernels (key kernel from the {key_predictor})",
@@ -312,8 +314,10 @@ def causal_bias_is_causal_lightconv(mask_future: bool = True) -> ProofResult:
     _, _, _, _, i, j, delta, e, _, _ = _symbols()
     taps = sp.Symbol("K", integer=True, positive=True)
     b, x = sp.IndexedBase("b", real=True), sp.IndexedBase("x", real=True)
-    last = i if mask_future else i + taps - 1
-    attention = _attention_row(lambda key: b[relative_offset(i, key)], x, j, i - (taps - 1), last)
+    first, last = causal_keys(i, taps - 1)
+    if not mask_future:
+        last = i + taps - 1
+    attention = _attention_row(lambda key: b[relative_offset(i, key)], x, j, first, last)
     beta = sp.exp(b[delta]) / sp.Sum(sp.exp(b[e]), (e, 1 - taps, 0))
     conv = sp.Sum(beta * x[i + delta], (delta, 1 - taps, 0))
     return verify_equal(
