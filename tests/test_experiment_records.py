@@ -445,3 +445,17 @@ def test_chapter06_answer_box_compares_the_resnet_with_its_parameter_count():
     assert round(finals["resnet18"]["params"] / finals["sa-quadratic"]["params"], 1) == 6.2
     assert round(100 * finals["resnet18"]["full_test_acc"], 1) == 82.8
     assert round(100 * finals["sa-quadratic"]["full_test_acc"], 1) == 80.1
+
+
+def test_budget_rows_read_each_finished_run_from_its_record(tmp_path):
+    """Chapter 06's budget table: each row is its run's own record; a folder without final.json is left out; CPU
+    minutes only where every epoch kept them."""
+    from attnconv.train.results import budget_rows
+
+    rows = budget_rows(RESULTS, ["cpu-long-bf16-sa-quadratic", "cpu-long-resnet18", "no-such-run"])
+    assert [r["folder"] for r in rows] == ["cpu-long-bf16-sa-quadratic", "cpu-long-resnet18"]
+    bf16 = rows[0]
+    assert bf16["epochs"] == 26 and round(100 * bf16["full_test_acc"], 1) == 80.1 and round(bf16["wall_min"]) == 76
+    assert bf16["cpu_min"] is None and bf16["threads"] == 1 and bf16["processes"] == 1
+    assert bf16["first_epoch_at_80"] is None  # 79.95% at best on the 2,000 images of its epochs
+    assert rows[1]["first_epoch_at_80"] == 9  # the ResNet18: epoch 9

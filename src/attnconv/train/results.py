@@ -14,7 +14,8 @@ import numpy as np
 from .runs import (ATTENTION_FILE, CENTERS_FILE, FINAL_FILE, HEADS_FILE, KERNELS_FILE, METRICS_FILE, PROVENANCE_FILE,
                    read_jsonl)
 
-__all__ = ["BertRun", "RunResult", "bert_results_table", "html_table", "load_bert_runs", "load_run", "results_table"]
+__all__ = ["BertRun", "RunResult", "bert_results_table", "budget_rows", "html_table", "load_bert_runs", "load_run",
+           "results_table"]
 
 
 @dataclass
@@ -49,6 +50,30 @@ class RunResult:
 def _json(path: Path) -> Any:
     """The JSON in ``path``, or ``None`` when there is no such file."""
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def budget_rows(results: str | os.PathLike, folders: list[str]) -> list[dict[str, Any]]:
+    """What each finished vision run of ``results`` reached, and in how long: one dict per folder that holds a
+    ``final.json`` (the others are left out), with ``folder``, ``config``, ``model``, ``epochs``, ``processes``,
+    ``threads`` (per process), ``wall_min``, ``cpu_min`` (every process's CPU minutes, ``None`` for records made
+    before they were kept; below processes x threads x wall_min, the machine was shared), ``full_test_acc`` and
+    ``first_epoch_at_80`` (the first epoch whose accuracy on its test subset reached 80%, else ``None``)."""
+    rows = []
+    for name in folders:
+        folder = Path(results) / name
+        if not (folder / FINAL_FILE).is_file():
+            continue
+        run = load_run(folder)
+        threads = run.provenance.get("threads")
+        cpu = [r.get("cpu_time_s") for r in run.history]
+        rows.append({"folder": name, "config": run.final["config"], "model": run.final["model"],
+                     "epochs": run.final["epochs"], "processes": run.provenance.get("processes", 1),
+                     "threads": threads.get("used") if isinstance(threads, dict) else threads,
+                     "wall_min": run.final["wall_time_s"] / 60,
+                     "cpu_min": sum(cpu) / 60 if cpu and None not in cpu else None,
+                     "full_test_acc": run.final.get("full_test_acc"),
+                     "first_epoch_at_80": next((r["epoch"] for r in run.history if r["test_acc"] >= 0.8), None)})
+    return rows
 
 
 def load_run(folder: str | os.PathLike) -> RunResult:
