@@ -95,15 +95,17 @@ def _failed(limit):
 
 
 def test_a_centre_without_a_known_unique_nearest_key_is_refused_and_the_condition_named():
-    # Δ/2 is a half-integer for odd Δ: it must not verify as if Δ/2 were a key
+    # Δ/2 is a half-integer for odd Δ: it must not verify as if Δ/2 were a key; its values mod 1 decide it
     half = axis_limit(DELTA / 2)
-    assert not half.proof.verified and half.ties == 0
-    assert _failed(half)[0] == ("undecided: no unique nearest key established", sp.Abs(DELTA / 2) < sp.Rational(1, 2))
-    # a real fractional part with no bound: the failing step names |f| < 1/2
+    assert not half.proof.verified and half.ties == 0 and half.proof.decided
+    assert _failed(half)[0] == ("no unique nearest key: the centre is a half-integer at Delta = 1", 1)
+    # a real fractional part with no bound: not decided, and the step names |f| < 1/2, necessary and sufficient
+    # for Δ to be the unique nearest key
     f = sp.Symbol("f", real=True)
     loose = axis_limit(DELTA + f)
     assert not loose.proof.verified and _failed(loose)[0][1] == (sp.Abs(f) < sp.Rational(1, 2))
-    assert "needs Abs(f) < 1/2" in loose.proof.steps[2].statement
+    assert loose.proof.status == "not decided"
+    assert "exactly when Abs(f) < 1/2 (necessary and sufficient)" in loose.proof.steps[2].statement
     # 1/3 + f with f in (-1/2, 1/2) can cross 1/2: undecided as well
     assert not axis_limit(DELTA + sp.Rational(1, 3) + ANY_FRACTION).proof.verified
     # and nothing built on an undecided limit verifies
@@ -173,3 +175,34 @@ def test_max_and_min_give_a_verdict_never_a_traceback():
     from attnconv.proofs.finite_alpha import finite_alpha_bound
     assert finite_alpha_bound(factor=sp.Max(1, U)).verified
     assert not finite_alpha_bound(factor=sp.Max(sp.Rational(1, 2), U)).verified
+
+
+@pytest.mark.parametrize("centre, nearest", [
+    (DELTA * (DELTA + 1) / 2, sp.expand(DELTA * (DELTA + 1) / 2)),  # always an integer
+    (DELTA * (DELTA + 1) * (DELTA + 2) / 6, sp.expand(DELTA * (DELTA + 1) * (DELTA + 2) / 6)),
+    (DELTA / 2 + sp.Rational(1, 4), sp.floor(DELTA / 2 + sp.Rational(3, 4))),  # never a half-integer
+    (DELTA / 3 + sp.Rational(1, 4), sp.floor(DELTA / 3 + sp.Rational(3, 4))),
+])
+def test_integrality_is_decided(centre, nearest):
+    """A centre that is a polynomial in integer symbols is decided by its values mod 1 (periodic with the common
+    denominator of its coefficients): an integer-valued one is its own nearest key, one that is never a half-integer
+    has the unique nearest key floor(c + 1/2); both verify."""
+    limit = axis_limit(centre)
+    assert limit.proof.verified and limit.ties == 1, _failed(limit)
+    assert sp.simplify(limit.nearest - nearest) == 0
+    assert proofs.hard_attention_limit(center=centre).verified
+    for value in range(-5, 6):  # the derived nearest key is the nearest key
+        at = centre.subs(DELTA, value)
+        assert limit.nearest.subs(DELTA, value) == sp.floor(at + sp.Rational(1, 2))
+        assert abs(at - limit.nearest.subs(DELTA, value)) < sp.Rational(1, 2)
+
+
+@pytest.mark.parametrize("centre, witness", [(DELTA * (DELTA + 1) / 4, 1), (DELTA / 2 + sp.Rational(1, 2), 0),
+                                             (DELTA / 3 + sp.Rational(1, 2), 0)])
+def test_a_centre_that_is_sometimes_a_half_integer_is_refuted_with_a_witness(centre, witness):
+    limit = axis_limit(centre)
+    assert not limit.proof.verified and limit.proof.decided and limit.ties == 0
+    claim = _failed(limit)[0][0]
+    assert claim == f"no unique nearest key: the centre is a half-integer at Delta = {witness}"
+    assert (centre.subs(DELTA, witness) - sp.Rational(1, 2)).is_integer  # the witness is a tie
+    assert "needs" not in str(limit.proof.steps)  # no condition that would be wrong to name

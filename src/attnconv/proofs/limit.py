@@ -227,6 +227,16 @@ def positive(expr: sp.Expr) -> bool:
     return _decide_sign(expr, strict=True)
 
 
+def _ask_integer(expr: sp.Expr) -> bool:
+    """SymPy's ``ask(Q.integer(expr))`` under the assumptions of its symbols (integer, real), factored first."""
+    facts = [sp.Q.integer(x) for x in expr.free_symbols if x.is_integer] + \
+            [sp.Q.real(x) for x in expr.free_symbols if x.is_real and not x.is_integer]
+    try:
+        return any(sp.ask(sp.Q.integer(form), sp.And(*facts)) is True for form in (expr, sp.factor(expr)))
+    except _SYMPY_ERRORS:
+        return False
+
+
 def split_centre(critical: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     """Split a centre into an integer part and the rest: k + f with every term of k provably an integer.
 
@@ -241,13 +251,64 @@ def split_centre(critical: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     return base + rounded, frac - rounded
 
 
+@dataclass(frozen=True)
+class Residues:
+    """The values mod 1 of a polynomial p with rational coefficients in integer symbols, for every value of them.
+
+    Attributes:
+        values: each value of p mod 1 in [0, 1), with a point (symbol → integer) where p takes it.
+        period: q, the common denominator of p's coefficients: p(x + q e_i) - p(x) has integer coefficients, so
+            p mod 1 repeats with period q in each symbol, and the values on {0..q-1}^m are all of them.
+        proof: the period, checked: the coefficients of every p(x + q e_i) - p(x) are integers.
+    """
+
+    values: dict
+    period: int
+    proof: ProofResult
+
+
+def integer_residues(expr: sp.Expr, limit: int = 4096) -> Residues | None:
+    """Decide the values mod 1 of ``expr`` over every value of its integer symbols, when it is a polynomial in
+    them with rational coefficients (Δ(Δ+1)/2: {0}; Δ/2 + 1/4: {1/4, 3/4}; Δ/2: {0, 1/2}). None otherwise, or when
+    the period box {0..q-1}^m has more than ``limit`` points. Complete for such polynomials."""
+    expr = sp.expand(expr)
+    symbols = sorted(expr.free_symbols, key=str)
+    if not symbols or any(s.is_integer is not True for s in symbols):
+        return None
+    try:
+        poly = sp.Poly(expr, *symbols)
+    except _SYMPY_ERRORS:
+        return None
+    if not all(c.is_Rational for c in poly.coeffs()):
+        return None
+    period = int(sp.ilcm(*(sp.Rational(c).q for c in poly.coeffs()), 1))
+    if period ** len(symbols) > limit:
+        return None
+    fractional = 0
+    for x in symbols:
+        shifted = sp.Poly(sp.expand(expr.subs(x, x + period) - expr), *symbols)
+        fractional += sum(1 for c in shifted.coeffs() if not c.is_integer)
+    proof = ProofResult(f"{expr} mod 1 repeats with period {period}",
+                        f"p(x + {period}) - p(x) has integer coefficients in every symbol of {symbols}, so it is an "
+                        "integer, and p mod 1 takes all its values on the box {0.." + f"{period - 1}" + "}"
+                        + f"^{len(symbols)}", sp.Integer(fractional), scope="general",
+                        variables=tuple(str(x) for x in symbols))
+    values: dict = {}
+    for point in itertools.product(range(period), repeat=len(symbols)):
+        at = dict(zip(symbols, point))
+        value = poly.eval(tuple(point)) if len(symbols) > 1 else poly.eval(point[0])
+        values.setdefault(value - sp.floor(value), at)
+    return Residues(dict(sorted(values.items())), period, proof)
+
+
 def _separation(nearest: sp.Expr, frac: sp.Expr, critical: sp.Expr) -> ProofResult:
     """The nearest key k* wins by a gap on each side, for the fractional part f = ``frac`` of the centre.
 
     Keys to the right (k* + 1 + n) lose at least α(1 - 2f) and keys to the left (k* - 1 - n) at least α(1 + 2f),
     n ≥ 0. Each gap is positive exactly when f < 1/2 (resp. f > -1/2): this is decided first, symbolically (f may
     be a rational number or an expression in nonnegative symbols). Undecided means no unique nearest key is
-    established: the step fails and names the condition abs(f) < 1/2 that would be needed.
+    established: the step is *not decided*, and it names the condition abs(f) < 1/2, necessary and sufficient for
+    k* to be the unique nearest key.
     """
     right, left = sp.Rational(1, 2) - frac, sp.Rational(1, 2) + frac
     decided = {side: (gap.is_positive is True or positive(gap)) for side, gap in (("right", right), ("left", left))}
@@ -255,9 +316,10 @@ def _separation(nearest: sp.Expr, frac: sp.Expr, critical: sp.Expr) -> ProofResu
         condition = sp.Abs(frac) < sp.Rational(1, 2)
         return ProofResult(
             "undecided: no unique nearest key established",
-            f"the centre {critical} = {nearest} + f with f = {frac}; a unique nearest key needs {condition}, which "
-            "does not follow from the assumptions on its symbols", condition, scope="general",
-            variables=("Δ", "f"))
+            f"the centre {critical} = {nearest} + f with f = {frac}: the key at offset {nearest} is the unique "
+            f"nearest key exactly when {condition} (necessary and sufficient), and some key is exactly when f is "
+            "never in 1/2 + ℤ; neither follows from the assumptions on its symbols: not decided", condition,
+            scope="general", variables=("Δ", "f"), undecided=True)
     n = sp.Symbol("n", integer=True, nonnegative=True)
     key, f = sp.Symbol("delta_k", integer=True), sp.Symbol("f", real=True)
     h = sp.Symbol("h", positive=True)  # h = 1/2 - f (right) or 1/2 + f (left), decided > 0 above
@@ -280,8 +342,11 @@ def axis_limit(center: sp.Expr, sign: int = -1, coefficient: int = -2) -> AxisLi
     Args:
         center: the centre Δ in v: any real SymPy expression, e.g. Δ, d·a - p, Δ + 1/3 (off-grid), Δ + 1/2 (a tie),
             Δ + f with f = (u - v)/(2(1 + u + v)) for nonnegative u, v (every f in (-1/2, 1/2)). Whether it has a
-            unique nearest key is decided symbolically (:func:`split_centre`); Δ/2 or Δ + f with f unconstrained
-            is not verified, and the failing step names the condition abs(f) < 1/2.
+            unique nearest key is decided symbolically (:func:`split_centre`); a polynomial in integer symbols is
+            decided completely by its values mod 1 (:func:`integer_residues`): Δ(Δ+1)/2 is an integer, Δ/2 + 1/4
+            never a half-integer (nearest key floor(Δ/2 + 3/4)), both verified; Δ/2 is a half-integer at Δ = 1,
+            refuted. Δ + f with f unconstrained is not decided, and the step names abs(f) < 1/2, necessary and
+            sufficient for Δ to be the unique nearest key.
         sign: the encoding's sign, -1 for the paper's (+1 is the false variant with no interior maximum).
         coefficient: c, -2 in the paper.
     """
@@ -309,7 +374,38 @@ def axis_limit(center: sp.Expr, sign: int = -1, coefficient: int = -2) -> AxisLi
                         simplify=sp.expand, scope="general", variables=("α", "Δ", "δ"))
     nearest, frac = split_centre(critical)
     ties = 1
-    if frac == -sp.Rational(1, 2):
+    integrality: list[ProofResult] = []
+    residues = integer_residues(frac) if frac.free_symbols else None
+    if residues is None and frac.free_symbols and _ask_integer(frac):
+        integrality.append(ProofResult(f"{frac} is an integer", "SymPy's ask(Q.integer(...)) with the assumptions "
+                                       "of its symbols", sp.Integer(0), scope="general",
+                                       variables=tuple(str(x) for x in frac.free_symbols)))
+        nearest, frac = nearest + frac, sp.Integer(0)
+    elif residues is not None:
+        integrality.append(residues.proof)
+        if len(residues.values) == 1:  # frac - r is an integer for every value: it joins the nearest key
+            (value, _), = residues.values.items()
+            rounded = sp.floor(value + sp.Rational(1, 2))
+            nearest, frac = sp.expand(nearest + frac - value + rounded), value - rounded
+    if residues is not None and len(residues.values) > 1:
+        halves = [at for value, at in residues.values.items() if value == sp.Rational(1, 2)]
+        if halves:
+            ties = 0  # a tie for some values: no single limit for every value of the symbols
+            where = ", ".join(f"{x} = {v}" for x, v in halves[0].items())
+            separated = ProofResult(
+                f"no unique nearest key: the centre is a half-integer at {where}",
+                f"{critical} mod 1 takes the values {list(residues.values)}; 1/2 among them means two keys tie "
+                f"(at {where} the centre is {critical.subs(halves[0])})", sp.Integer(1), scope="general",
+                variables=("Δ",), steps=tuple(integrality))
+        else:
+            nearest = sp.floor(critical + sp.Rational(1, 2))
+            parts = [_separation(sp.Symbol("k_star", integer=True), value - sp.floor(value + sp.Rational(1, 2)),
+                                 critical) for value in residues.values]
+            separated = combine("the nearest key wins by a gap",
+                                f"{critical} mod 1 takes the values {list(residues.values)}, never 1/2: the nearest "
+                                f"key floor({critical} + 1/2) is unique, and wins by a gap for each value",
+                                [*integrality, *parts], scope="general", variables=("Δ", "f", "m ≠ 0", "α"))
+    elif frac == -sp.Rational(1, 2):
         ties = 2  # the keys at nearest - 1 and nearest are equally near
         nearest = nearest - 1
         key = sp.Symbol("delta_k", integer=True)
@@ -323,6 +419,11 @@ def axis_limit(center: sp.Expr, sign: int = -1, coefficient: int = -2) -> AxisLi
         separated = _separation(nearest, frac, critical)
         if separated.claim.startswith("undecided"):
             ties = 0
+        if integrality:
+            separated = combine(separated.claim, separated.statement, [*integrality, separated], scope="general",
+                                variables=separated.variables) if separated.verified else \
+                ProofResult(separated.claim, separated.statement, separated.residual, scope="general",
+                            variables=separated.variables, steps=tuple(integrality), undecided=separated.undecided)
     limit_nearest, limit_other = hard_limits(-1, max(ties, 1))
     squeeze = ProofResult("hard-limit lemma", "a gap g > 0 gives weight → 1 on the nearest key and → 0 elsewhere",
                           sp.Matrix([limit_nearest - 1, limit_other]), scope="general",
