@@ -61,7 +61,7 @@ INPUTS_HASH = find src/attnconv results -type f ! -name '*.pyc' -print0 | LC_ALL
   $(BIN)/python -c "import hashlib, sys; print('library and results', hashlib.sha256(sys.stdin.buffer.read()).hexdigest())"
 
 book: $(STAMP) $(VENDOR)/.complete
-	@mkdir -p _build
+	$(STAGE_START)
 	@{ $(BIN)/python -m attnconv.data.fetch --fingerprint && $(INPUTS_HASH); } > $(DATA_STAMP).new
 	@# Both the execution cache and Sphinx's own record of what it has read must go (--all): without --all, an
 	@# unchanged chapter is not read again, so it is not executed again either. The stamp moves into place only
@@ -72,6 +72,7 @@ book: $(STAMP) $(VENDOR)/.complete
 	  echo "$(if $(FRESH),FRESH=1,data, library or results changed since the last build): re-executing every chapter"; fi; \
 	  echo "$(BIN)/jupyter-book build -W -n --keep-going $$all ."; \
 	  $(BIN)/jupyter-book build -W -n --keep-going $$all . && mv $(DATA_STAMP).new $(DATA_STAMP)
+	$(STAGE_END)
 
 # The four stages, two at a time (TEST_JOBS=1: one after another), each one's output printed whole when it ends.
 # The course's tests and nbval start first: the grader's tests spend much of their time waiting on kernels and time
@@ -82,6 +83,9 @@ book: $(STAMP) $(VENDOR)/.complete
 # The claims ledger runs once per `make test`: the book's ledger page and tests/test_claims.py share it through a
 # folder of this run's own (ATTNCONV_LEDGER_CACHE, see attnconv.claims.ledger), whichever of them gets there first.
 TEST_JOBS ?= 2
+# Each stage's wall time, one line at its end ("== stage NAME: N s"), which .ci/run gathers into a table.
+STAGE_START = @mkdir -p _build && date +%s > _build/.stage-$@
+STAGE_END = @echo "== stage $@: $$(( $$(date +%s) - $$(cat _build/.stage-$@) )) s"
 test: $(STAMP)
 	@$(MAKE) --no-print-directory -o $(STAMP) assets browser
 	@ledger="$$(mktemp -d)" && trap 'rm -rf "$$ledger"' EXIT && ATTNCONV_LEDGER_CACHE="$$ledger" \
@@ -94,7 +98,9 @@ XDIST ?= -n 2
 
 # The library tests include the explorables' checks in Chromium (tests/explorables), hence the browser.
 test-lib: $(STAMP) browser
+	$(STAGE_START)
 	$(BIN)/python -m pytest tests --ignore=tests/book --ignore=tests/course -q $(XDIST)
+	$(STAGE_END)
 
 # Each chapter runs three times in `make test`, once per configuration a reader meets: with the data in test-book's
 # build (FRESH=1: a clean kernel per chapter; with -W a cell that raises fails the build); as a reader without any
@@ -105,22 +111,28 @@ test-lib: $(STAMP) browser
 # NBVAL_DATA=1 adds nbval's own run of every chapter with the data.
 NODATA_CHAPTERS ?= notebooks/07_bert_convolutional_attention.ipynb
 test-notebooks: $(STAMP)
+	$(STAGE_START)
 	$(if $(NBVAL_DATA),$(BIN)/python -m pytest --nbval-lax --nbval-current-env notebooks -q \
 	  $(if $(XDIST),$(XDIST) --dist loadfile))
 	nodata="$$(mktemp -d)" && trap 'rm -rf "$$nodata"' EXIT && env -u ATTNCONV_DATA ATTNCONV_CACHE="$$nodata" \
 	  $(BIN)/python -m pytest --nbval-lax --nbval-current-env $(NODATA_CHAPTERS) -q -p no:cacheprovider
+	$(STAGE_END)
 
 # The build executes every chapter again (FRESH=1), whatever its cache holds: it is the run of the chapters with data.
 test-book: FRESH = 1
 test-book: book browser
+	$(STAGE_START)
 	$(BIN)/python -m pytest tests/book -q
+	$(STAGE_END)
 
 # The worked edition of every chapter, executed in the grader's sandbox and graded to full marks (all but chapter 07
 # without the data sets, as the autograder grades them: this is the run of those chapters without data), and
 # the untouched student editions of chapters 01 and 05 graded to zero. loadgroup: the cheats, which share one
 # grading of their baseline, run on one worker (tests/conftest.py hands out the longest tests first).
 test-course: $(STAMP)
+	$(STAGE_START)
 	$(BIN)/python -m pytest tests/course -q $(if $(XDIST),$(XDIST) --dist loadgroup)
+	$(STAGE_END)
 
 student: $(STAMP)
 	$(BIN)/python -m attnconv.course.student --out student
