@@ -17,6 +17,7 @@
 #   WORK         folder for the clone and the environment (default: a new temporary folder, removed at the end
 #                unless KEEP=1)
 #   OUT          folder the JSON is written to (default: results/python-matrix of this checkout)
+#   COMMIT       the commit to test (default HEAD), so that every interpreter tests the same one
 # The tests are those of the library: tests/ without tests/book, tests/course (the book build and the grader, which
 # need the full requirements.txt), tests/colab and tests/explorables (a browser).
 set -u -o pipefail
@@ -34,7 +35,7 @@ fi
 mkdir -p "$work" "$out" && work="$(cd "$work" && pwd)" && out="$(cd "$out" && pwd)"
 say() { echo "+ $*" >&2; }
 
-commit="$(git -C "$root" rev-parse HEAD)" || exit 1
+commit="$(git -C "$root" rev-parse --verify "${COMMIT:-HEAD}^{commit}")" || exit 1
 rm -rf "$work/clone" "$work/venv" "$work/where" "$work/plugin"
 say "git clone $root \$WORK/clone  (commit $commit)"
 git clone -q "$root" "$work/clone" && git -C "$work/clone" checkout -q "$commit" || exit 1
@@ -117,7 +118,8 @@ record = {
         f"cd $WORK/clone && nice -n 10 $WORK/venv/bin/python -m pytest tests -q -p no:cacheprovider {ignore}"
         + (f" {xdist}" if xdist else "") + (f" {extra}" if extra else ""),
     ],
-    "reproduce": f"bash benchmarks/python_matrix.sh {public(python)} {torch_version}" + (f" {extra}" if extra else ""),
+    "reproduce": f"COMMIT={commit} " + (f"TORCH_INDEX={index} " if index else "")
+                 + f"bash benchmarks/python_matrix.sh {public(python)} {torch_version}" + (f" {extra}" if extra else ""),
     "attnconv_imported_from": where,
     "installed_not_src": bool(where) and all("site-packages" in w for w in where),
     "tests": {"collected": total, "passed": total - failures - errors - skipped, "failed": failures,
