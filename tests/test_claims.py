@@ -90,19 +90,32 @@ def test_the_ledger_lists_every_class_of_variant():
     false = {c.label: [d for d, _ in c.false_variants] for c in CLAIMS}
     true = {c.label: [d for d, _ in c.true_variants] for c in CLAIMS}
     expected_false = {
-        "hard-limit": ["Δ/2", "unbounded", "half-integer", "opposite sign"],
-        "lemma-1": ["swapped", "two heads on tap 1"],
+        "hard-limit": ["Δ/2", "unbounded", "half-integer", "opposite sign",
+                       "float offset 0.5",  # a float read as its exact value
+                       "Max factor",  # a Max in the centre: a verdict, not a PolynomialError
+                       "Δ(Δ+1)/4"],  # sometimes a half-integer: refuted at a named value
+        "lemma-1": ["swapped", "two heads on tap 1", "without wrap-around", "N_h - h"],
         "theorem-1-2d": ["unpadded image"],
-        "finite-alpha-bound": ["half as large", "θ(2α)", "coefficient -1", "opposite sign"],
+        "finite-alpha-bound": ["half as large", "θ(2α)", "coefficient -1", "opposite sign",
+                               "n ≥ 0 only", "|n| ≤ 5",  # tails positive by their range, not by a name
+                               "factor 1"],  # the 2 of ‖Y_k - Y_t‖ ≤ 2 max ‖Y‖ is derived
         "alibi": ["future keys", "bidirectional normaliser"],
-        "sequence-conventions": ["flipped clip", "i - j"],
+        "sequence-conventions": ["flipped clip", "i - j", "window one key too wide", "query's row", "next key",
+                                 "own key"],  # the window, frame and causal mode the chapters use
+        "t5-buckets": ["k + 4", "values only"],  # the tails at every offset, not a window of them
+        "fixed-bias": ["column δ + k, read at i - j + k", "ε = -δ, with one key too many"],
+        "boundary": ["max(-k, -i)"],
         "unpadded-border": ["padded construction"],
     }
     expected_true = {
-        "hard-limit": ["every f in (-1/2, 1/2)"],
-        "lemma-1": ["exchanged", "3-cycle"],
+        "hard-limit": ["every f in (-1/2, 1/2)", "0.49999999999999994", "Min factor", "clamped fraction",
+                       "Δ(Δ+1)/2, always an integer", "Δ/2 + 1/4, never a half-integer"],
+        "lemma-1": ["exchanged", "3-cycle", "N_h + 1 - h", "cyclically"],
         "theorem-1-2d": ["inside the image"],
-        "finite-alpha-bound": ["twice as large", "θ(α/2)"],
+        "finite-alpha-bound": ["twice as large", "θ(α/2)", "factor 3"],
+        "t5-buckets": ["permuted bucket ids", "k = 12"],
+        "fixed-bias": ["column δ + k", "ε = -δ"],
+        "boundary": ["max(-k, -i)"],
     }
     for expected, listed in ((expected_false, false), (expected_true, true)):
         for label, fragments in expected.items():
@@ -136,3 +149,23 @@ def test_a_shared_ledger_runs_once_and_again_when_the_source_changes(tmp_path, m
         ledger._shared_run(tmp_path, CLAIMS[:2])
     monkeypatch.setenv(ledger.LEDGER_CACHE, str(tmp_path / "unused"))
     assert len(run_ledger(counted)) == 1 and not (tmp_path / "unused").exists()  # a chosen subset always runs
+
+
+def test_a_proof_that_raises_fails_the_ledger_instead_of_stopping_it():
+    """Every proof gives a verdict: one that raises is recorded as a crash, which is neither a verification nor a
+    rejection, so the row is not ok and the ledger (and the book) says which proof crashed."""
+    from dataclasses import replace
+
+    def crash():
+        raise ZeroDivisionError("boom")
+
+    claim = next(c for c in CLAIMS if c.label == "composite")
+    broken = replace(claim, false_variants=claim.false_variants + (("a variant that raises", crash),),
+                     true_variants=(("a true variant that raises", crash),))
+    row, = run_ledger((broken,))
+    assert row.result.verified and not row.ok
+    assert dict(row.false_rejected)["a variant that raises"] is False
+    assert dict(row.true_verified)["a true variant that raises"] is False
+    crashed, = run_ledger((replace(claim, proof=crash),))
+    assert not crashed.result.verified and crashed.result.claim == "crashed: ZeroDivisionError"
+    assert crashed.result.status == "not decided" and not crashed.ok

@@ -150,3 +150,27 @@ def test_unpadded_border_head_reads_the_nearest_pixel():
         assert float(weights[nearest]) > 1 - 1e-12, (query, centre)
     left, right = __import__("attnconv.proofs.padded", fromlist=["border_lemmas"]).border_lemmas()
     assert left.verified and right.verified
+
+
+def test_lemma1_recognises_a_symbolic_relabelling_of_all_heads():
+    """Head h carries tap π(h) for all N_h heads: the reflection N_h + 1 - h and a cyclic shift are bijections, and
+    the sum over heads, re-indexed by t = π(h), verifies; a map that is not a bijection is refuted; one SymPy cannot
+    read is not decided, never refuted."""
+    shift = sp.Symbol("c", integer=True, nonnegative=True)
+    for relabel in (lambda h, n: n + 1 - h, lambda h, n: sp.Mod(h, n) + 1, lambda h, n: sp.Mod(h + shift, n) + 1,
+                    lambda h, n: h):
+        result = proofs.lemma1_block_identity(relabel=relabel)
+        assert result.verified, result.steps[0].statement
+    reflected = proofs.lemma1_block_identity(relabel=lambda h, n: n + 1 - h).steps[0]
+    reindex = [step for step in reflected.steps if step.claim.startswith("re-index")]
+    assert len(reindex) == 1 and reindex[0].verified and not reindex[0].immediate  # a derived change of index
+    for relabel, taps in ((lambda h, n: h + 1, "(2, N_h + 1)"), (lambda h, n: n - h, "(0, N_h - 1)")):
+        wrong = proofs.lemma1_block_identity(relabel=relabel)
+        assert not wrong.verified and wrong.decided
+        assert "not a bijection" in wrong.steps[0].claim and taps in wrong.steps[0].statement
+    unread = proofs.lemma1_block_identity(relabel=lambda h, n: h**2)
+    assert not unread.verified and unread.status == "not decided"
+    # moving the heads does not rescue a wrong head: the opposite sign still fails under the reflection
+    assert not proofs.lemma1_block_identity(relabel=lambda h, n: n + 1 - h, sign=1).verified
+    with pytest.raises(ValueError, match="swap_blocks"):
+        proofs.lemma1_block_identity(relabel=lambda h, n: h, swap_blocks=True)

@@ -162,3 +162,37 @@ def test_alibi_false_causal_statements_fail_at_the_weights():
     assert [step.claim for step in failed] == ["the weights of the row (causal)"]
     after = sp.Symbol("r", integer=True, nonnegative=True)
     assert sp.simplify(failed[0].residual[0].subs(after, 0)) == 0  # no future keys: the two normalisers agree
+
+
+def test_sums_are_compared_in_one_written_form():
+    """A sum and its re-indexing by a shift (a table read at column δ + k), a reflection (δ → -δ) or an equivalent
+    Max/Min form of its range are one sum: the true written forms verify and the false ones are still refuted. What
+    SymPy cannot simplify but the numbers support is "not decided", never refuted."""
+    import sympy as sp
+
+    from attnconv.proofs._symbolic import minmax_normal, sum_simplify
+    from attnconv.proofs.result import numeric_agreement, verify_equal
+    for kwargs in (dict(table="column"), dict(kernel_index="reflected"), dict(table="column", kernel_index="reflected")):
+        assert proofs.fixed_bias_is_lightweight_conv(**kwargs).verified, kwargs
+        for wrong in (dict(offset="query-key"), dict(extra_key=True)):
+            refuted = proofs.fixed_bias_is_lightweight_conv(**kwargs, **wrong)
+            assert not refuted.verified and refuted.decided, (kwargs, wrong)
+    assert proofs.boundary_renormalisation(range_form="offsets").verified
+    assert not proofs.boundary_renormalisation(renormalize=False, range_form="offsets").verified
+    i, k = sp.symbols("i k", integer=True, nonnegative=True)
+    n, d = sp.Symbol("N", integer=True, positive=True), sp.Symbol("d", integer=True)
+    f = sp.Function("f")
+    assert minmax_normal(sp.Max(0, i - k) - i) == sp.Max(-k, -i)
+    assert minmax_normal(-sp.Max(-k, -i)) == sp.Min(k, i)
+    assert sum_simplify(sp.Sum(f(d), (d, -k, k)) - sp.Sum(f(-d), (d, -k, k))) == 0
+    assert sum_simplify(sp.Sum(f(d), (d, 1, n)) - sp.Sum(f(n + 1 - d), (d, 1, n))) == 0
+    assert sum_simplify(sp.Sum(f(d), (d, -k, k)) - sp.Sum(f(d), (d, -k, k + 1))) != 0
+    # SymPy's plain simplify does not see the reflection: the verdict is "not decided", backed by the numbers
+    b = sp.IndexedBase("b", real=True)
+    plain = verify_equal("reflection", "Σ_δ b_δ = Σ_δ b_{-δ}", sp.Sum(b[d], (d, -k, k)), sp.Sum(b[-d], (d, -k, k)),
+                         simplify=lambda e: e, scope="general")
+    assert not plain.verified and plain.status == "not decided" and not plain.decided
+    false = verify_equal("shift", "Σ_δ b_δ = Σ_δ b_{δ+1}", sp.Sum(b[d], (d, -k, k)), sp.Sum(b[d + 1], (d, -k, k)),
+                         simplify=lambda e: e, scope="general")
+    assert not false.verified and false.status == "NOT verified"
+    assert numeric_agreement(sp.MatrixSymbol("M", 2, 2)) is None  # what cannot be evaluated is not judged

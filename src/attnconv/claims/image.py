@@ -22,6 +22,27 @@ def _flipped_shift(q, k, center):
     return sp.KroneckerDelta(k, q - center)
 
 
+def _reflection(h, heads):
+    """h → N_h + 1 - h: a bijection of the heads 1..N_h."""
+    return heads + 1 - h
+
+
+def _reflection_one_short(h, heads):
+    return heads - h
+
+
+def _next_tap(h, heads):
+    return h + 1
+
+
+_SHIFT = sp.Symbol("c", integer=True, nonnegative=True)
+
+
+def _cyclic_shift(h, heads):
+    """h → ((h + c) mod N_h) + 1: a bijection of the heads 1..N_h for N_h ≥ c + 1."""
+    return sp.Mod(h + _SHIFT, heads) + 1
+
+
 SIGN = "the encoding with the opposite sign, v = +α(1, -2Δ): no interior maximum"
 THIRD = sp.Rational(1, 3)
 HALF = sp.Rational(1, 2)
@@ -97,14 +118,23 @@ IMAGE_CLAIMS: tuple[Claim, ...] = (
            ("attention 3δ_{q,k+Δ} + 1, not a shift", partial(img.lemma1_block_identity, attention=_nonshift)),
            ("each head reads q - Δ instead of q + Δ", partial(img.lemma1_block_identity,
                                                                attention=_flipped_shift)),
-           ("two heads on tap 1 and none on tap 2", partial(img.lemma1_block_identity, relabel=(1, 1)))),
+           ("two heads on tap 1 and none on tap 2", partial(img.lemma1_block_identity, relabel=(1, 1))),
+           ("every head moved to the next tap, h → h + 1, without wrap-around (tap 1 has no head)",
+            partial(img.lemma1_block_identity, relabel=_next_tap)),
+           ("the heads relabelled h → N_h - h (a reflection one short: tap 0 does not exist)",
+            partial(img.lemma1_block_identity, relabel=_reflection_one_short))),
           f"{CH03}#lem-heads-shifts",
           ("tests/test_construct_image.py::test_heads_are_one_hot_and_centres_are_the_kernel_grid",
            "tests/test_proofs_image.py::test_lemma1_rejects_a_non_shift",
-           "tests/test_proofs_image.py::test_lemma1_compares_up_to_a_relabelling_of_heads"),
+           "tests/test_proofs_image.py::test_lemma1_compares_up_to_a_relabelling_of_heads",
+           "tests/test_proofs_image.py::test_lemma1_recognises_a_symbolic_relabelling_of_all_heads"),
           (("heads 1 and 2 exchanged, each with its tap, value and output block",
             partial(img.lemma1_block_identity, relabel=(2, 1))),
-           ("heads 1, 2, 3 relabelled by a 3-cycle", partial(img.lemma1_block_identity, relabel=(2, 3, 1))))),
+           ("heads 1, 2, 3 relabelled by a 3-cycle", partial(img.lemma1_block_identity, relabel=(2, 3, 1))),
+           ("all N_h heads relabelled h → N_h + 1 - h (centre, value and block moved together)",
+            partial(img.lemma1_block_identity, relabel=_reflection)),
+           ("all N_h heads shifted cyclically by c ≥ 0, h → ((h + c) mod N_h) + 1",
+            partial(img.lemma1_block_identity, relabel=_cyclic_shift)))),
     Claim("rank-condition", "rank W_Δ ≤ D_h suffices for one head per tap (not necessary: see the counterexample)",
           "lem-rank-bound", img.rank_condition,
           (("heads one dimension too small", partial(img.rank_condition, short_by=1)),),

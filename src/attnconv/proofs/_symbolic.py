@@ -6,7 +6,7 @@ import itertools
 
 import sympy as sp
 
-__all__ = ["alpha", "pull_sums", "reindex", "sum_simplify", "hard_limits", "minors_above_rank"]
+__all__ = ["alpha", "minmax_normal", "pull_sums", "reindex", "sum_simplify", "hard_limits", "minors_above_rank"]
 
 alpha = sp.Symbol("alpha", positive=True)
 
@@ -50,9 +50,81 @@ def _canonical_dummies(expr: sp.Expr) -> sp.Expr:
     return expr.replace(lambda e: isinstance(e, sp.Sum), rule)
 
 
+def minmax_normal(expr: sp.Expr) -> sp.Expr:
+    """Push sums and constant factors into Max and Min: Max(a, b) + c = Max(a + c, b + c), -Max(a, b) = Min(-a, -b),
+    2 Max(a, b) = Max(2a, 2b). Equivalent written forms of a range bound then read the same: max(0, i - k) - i and
+    max(-k, -i) are both Max(-i, -k)."""
+
+    def push(e: sp.Expr) -> sp.Expr:
+        if isinstance(e, sp.Add):
+            inner = next((a for a in e.args if isinstance(a, (sp.Max, sp.Min))), None)
+            if inner is not None:
+                rest = e - inner
+                return type(inner)(*(sp.expand(a + rest) for a in inner.args))
+        if isinstance(e, sp.Mul):
+            inner = next((a for a in e.args if isinstance(a, (sp.Max, sp.Min))), None)
+            factor = e / inner if inner is not None else None
+            if inner is not None and factor.is_number and factor.is_extended_real and factor != 0:
+                kind = type(inner) if factor > 0 else (sp.Min if isinstance(inner, sp.Max) else sp.Max)
+                return kind(*(sp.expand(factor * a) for a in inner.args))
+        return e
+
+    expr = sp.sympify(expr)
+    for _ in range(8):
+        pushed = expr.replace(lambda e: isinstance(e, (sp.Add, sp.Mul)) and e.has(sp.Max, sp.Min), push)
+        if pushed == expr:
+            break
+        expr = pushed
+    return expr
+
+
+def _from_lower_bound(expr: sp.Expr, reflect: bool) -> sp.Expr:
+    """Write every single sum from 0: Σ_{n=a}^{b} f(n) = Σ_{m=0}^{b-a} f(a + m) (bounds in :func:`minmax_normal`
+    form), and Σ_{n=-∞}^{b} f(n) = Σ_{m=0}^{∞} f(b - m). With ``reflect``, a finite Σ_{m=0}^{M} g(m) is also written
+    Σ_{m=0}^{M} g(M - m) when that form comes first in SymPy's order: so Σ_δ f(δ) and Σ_δ f(-δ) over a symmetric
+    range, or a sum and its re-indexing by t = N + 1 - h, read the same."""
+    dummy = sp.Symbol("m_", integer=True)
+
+    def rule(s: sp.Sum) -> sp.Expr:
+        if len(s.limits) != 1:
+            return s
+        (v, lo, hi), = s.limits
+        lo, hi = minmax_normal(lo), minmax_normal(hi)
+        if lo is sp.S.NegativeInfinity and hi is sp.S.Infinity:
+            return s
+        if lo is sp.S.NegativeInfinity:
+            return sp.Sum(s.function.subs(v, hi - dummy), (dummy, 0, sp.oo))
+        body = sp.expand(s.function.subs(v, lo + dummy))
+        top = minmax_normal(sp.expand(hi - lo))
+        if reflect and top is not sp.S.Infinity:
+            mirrored = sp.expand(body.subs(dummy, top - dummy))
+            body = min(body, mirrored, key=sp.default_sort_key)
+        return sp.Sum(body, (dummy, 0, top))
+
+    return expr.replace(lambda e: isinstance(e, sp.Sum), rule)
+
+
 def sum_simplify(expr: sp.Expr) -> sp.Expr:
-    """Pull constants out of sums, name bound variables canonically, then cancel the rational function left."""
-    return sp.cancel(sp.together(_canonical_dummies(pull_sums(sp.sympify(expr)))))
+    """Pull constants out of sums, name bound variables canonically, then cancel the rational function left.
+
+    When that leaves a difference, the sums are also brought to one written form (:func:`_from_lower_bound`):
+    each indexed from 0 with its range bounds in Max/Min normal form, then also reflected where that reads first.
+    Two sums that differ by a shift of the index (a table read at column δ + k instead of δ), a reflection
+    (δ → -δ) or an equivalent Max/Min form of a range then compare equal. The first form that is zero is returned,
+    else the plain one."""
+    expr = sp.sympify(expr)
+    plain = sp.cancel(sp.together(_canonical_dummies(pull_sums(expr))))
+    if plain == 0:
+        return plain
+    for reflect in (False, True):
+        try:
+            written = _from_lower_bound(pull_sums(expr), reflect)
+            candidate = sp.cancel(sp.together(_canonical_dummies(pull_sums(written))))
+        except (TypeError, ValueError, NotImplementedError, RecursionError, sp.PolynomialError):
+            continue
+        if candidate == 0:
+            return candidate
+    return plain
 
 
 def reindex(expr: sp.Expr, key: sp.Symbol, query: sp.Expr, offset: sp.Symbol) -> sp.Expr:

@@ -6,10 +6,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import html
+import random
 
 import sympy as sp
+from sympy.core.function import AppliedUndef
 
-__all__ = ["ProofResult", "SCOPES", "combine", "verify_equal"]
+__all__ = ["ProofResult", "SCOPES", "combine", "numeric_agreement", "verify_equal"]
 
 SCOPES = ("general", "induction", "instance", "definition")
 
@@ -133,13 +135,64 @@ def _simplify_safely(expr: Any, simplify: Callable[[Any], Any]) -> Any:
         return expr
 
 
+def _random_value(symbol: sp.Symbol, rng: random.Random, span: int) -> sp.Expr:
+    """A value that respects the symbol's assumptions: an integer within ``span`` of its least value for an integer
+    symbol (≥ 1 when positive, ≥ 0 when nonnegative, ≥ -span otherwise; at most span), a rational number for a
+    real one."""
+    if symbol.is_integer:
+        low = 1 if symbol.is_positive else (0 if symbol.is_nonnegative else -span)
+        return sp.Integer(rng.randint(low, span))
+    low = sp.Rational(1, 10) if symbol.is_positive else (0 if symbol.is_nonnegative else -2)
+    return low + sp.Rational(rng.randint(0, 200), 100)
+
+
+def numeric_agreement(difference: Any, trials: int = 12, seed: int = 0) -> bool | None:
+    """Evaluate ``difference`` at random instances: each symbol a value that respects its assumptions, each
+    indexed symbol x[...] and undefined function κ(...) a random number per index, sums over the ranges they then
+    have. True when it vanishes (to 1e-9) at every instance, False when it does not at one, None when it cannot be
+    evaluated (an infinite sum, a matrix expression, a symbol with no value)."""
+    if isinstance(difference, sp.MatrixBase):
+        verdicts = [numeric_agreement(entry, trials, seed) for entry in difference]
+        return False if False in verdicts else (None if None in verdicts else True)
+    if isinstance(difference, (sp.MatrixExpr, list, tuple)) or not isinstance(difference, sp.Basic):
+        return None
+    rng = random.Random(seed)
+    tables: dict = {}
+
+    def table(key):
+        return tables.setdefault(key, sp.Rational(rng.randint(-300, 300), 100))
+
+    labels = {base.label for base in difference.atoms(sp.IndexedBase)}
+    try:
+        for trial in range(trials):
+            span = (2, 5, 9)[trial % 3]  # small sizes, and some where an offset passes a clipping distance
+            values = {s: _random_value(s, rng, span) for s in difference.free_symbols
+                      if isinstance(s, sp.Symbol) and s not in labels}
+            expr = difference.xreplace(values).doit()
+            expr = expr.replace(lambda e: isinstance(e, sp.Indexed) and all(i.is_Integer for i in e.indices),
+                                lambda e: table((str(e.base), e.indices)))
+            expr = expr.replace(lambda e: isinstance(e, AppliedUndef) and all(a.is_number for a in e.args),
+                                lambda e: table((str(e.func), e.args)))
+            value = complex(sp.N(expr, 30))
+            if abs(value) > 1e-9:
+                return False
+        return True
+    except Exception:  # noqa: BLE001 - whatever cannot be evaluated is simply not evaluated
+        return None
+
+
 def verify_equal(claim: str, statement: str, lhs: Any, rhs: Any, simplify: Callable[[Any], Any] = sp.simplify,
                  *, scope: str = "instance", variables: Sequence[str] = (), instance: str = "",
-                 steps: Sequence[ProofResult] = (), latex: str = "") -> ProofResult:
+                 steps: Sequence[ProofResult] = (), latex: str = "", numeric: bool = True) -> ProofResult:
     """Check ``lhs == rhs`` symbolically: simplify ``lhs - rhs`` and record whether it is exactly zero.
 
     Works for scalar expressions, explicit matrices (entry by entry) and matrix expressions. Records in
     ``immediate`` whether the two sides were already the same expression before simplification.
+
+    When the simplified difference is not zero, the difference is also evaluated at random instances
+    (:func:`numeric_agreement`, unless ``numeric=False``): if it vanishes at every one, SymPy has only failed to
+    show an identity that the numbers support, and the result is *not decided* (``undecided``), never a
+    refutation. If it does not vanish, or cannot be evaluated, the result is not verified, as before.
     """
     difference = lhs - rhs
     immediate = _is_zero(difference)
@@ -147,8 +200,12 @@ def verify_equal(claim: str, statement: str, lhs: Any, rhs: Any, simplify: Calla
         residual = difference.applyfunc(lambda e: _simplify_safely(e, simplify))
     else:
         residual = _simplify_safely(difference, simplify)
+    undecided = False
+    if numeric and not _is_zero(residual) and numeric_agreement(difference) is True:
+        undecided = True
+        statement += " (not decided: SymPy leaves a difference that vanishes at every random instance tried)"
     return ProofResult(claim, statement, residual, scope, tuple(variables), instance, tuple(steps), latex,
-                       immediate)
+                       immediate, undecided)
 
 
 def combine(claim: str, statement: str, steps: Sequence[ProofResult], *, scope: str,

@@ -53,7 +53,8 @@ def _symbols():
 _attention_row = attention_row
 
 
-def fixed_bias_is_lightweight_conv(offset: str = "key-query", extra_key: bool = False) -> ProofResult:
+def fixed_bias_is_lightweight_conv(offset: str = "key-query", extra_key: bool = False, table: str = "offset",
+                                   kernel_index: str = "offset") -> ProofResult:
     """Equivalence 1: attention with logits b_{j-i} on the keys abs(j - i) ≤ k that exist (no content term) is, at
     every query i whose 2k + 1 keys all exist (k ≤ i ≤ N - 1 - k), the lightweight convolution
     Σ_δ β_δ x_{i+δ} with β = softmax(b).
@@ -64,24 +65,39 @@ def fixed_bias_is_lightweight_conv(offset: str = "key-query", extra_key: bool = 
     ``offset="query-key"`` indexes the bias by i - j (a flipped kernel: false); ``extra_key=True`` lets the
     head see the keys up to i + k + 1, one more than the kernel, wherever that key exists (false).
     Boundary queries are :func:`boundary_renormalisation`.
+
+    Written forms that keep it true (each sum is compared in one written form, :func:`~attnconv.proofs._symbolic.
+    sum_simplify`): ``table="column"`` stores the bias by its band column t = δ + k, as the library does (logit
+    c_{j-i+k}, kernel Σ_{t=0}^{2k} β_t x_{i+t-k}); ``kernel_index="reflected"`` writes the kernel over ε = -δ
+    (Σ_ε β_{-ε} x_{i-ε}).
     """
     if offset not in ("key-query", "query-key"):
         raise ValueError(f"offset must be 'key-query' or 'query-key', got {offset!r}")
+    if table not in ("offset", "column"):
+        raise ValueError(f"table must be 'offset' or 'column', got {table!r}")
+    if kernel_index not in ("offset", "reflected"):
+        raise ValueError(f"kernel_index must be 'offset' or 'reflected', got {kernel_index!r}")
     _, k, _, _, _, j, delta, e, _, _ = _symbols()
     before, after = sp.symbols("e r", integer=True, nonnegative=True)
     i = k + before  # a query with k keys before it
     n = i + k + 1 + after  # and k keys after it: N - 1 - i ≥ k
     b, x = sp.IndexedBase("b", real=True), sp.IndexedBase("x", real=True)
+    shift = k if table == "column" else 0  # the table's index of the offset δ: δ, or the band column δ + k
 
     def logit(key):
-        return b[relative_offset(i, key) if offset == "key-query" else relative_offset(key, i)]
+        return b[(relative_offset(i, key) if offset == "key-query" else relative_offset(key, i)) + shift]
 
     first, last = window_keys(i, k, n)
     if extra_key:
         last = window_keys(i, k + 1, n)[1]
     attention = _attention_row(logit, x, j, first, last)
-    beta = sp.exp(b[delta]) / sp.Sum(sp.exp(b[e]), (e, -k, k))
-    conv = sp.Sum(beta * x[i + delta], (delta, -k, k))
+    lo, hi = -k + shift, k + shift  # the taps, as the table indexes them
+    if kernel_index == "reflected":  # Σ_ε β_{-ε} x_{i-ε}, with ε = -δ
+        beta = sp.exp(b[-delta + shift]) / sp.Sum(sp.exp(b[-e + shift]), (e, -k, k))
+        conv = sp.Sum(beta * x[i - delta], (delta, -k, k))
+    else:
+        beta = sp.exp(b[delta]) / sp.Sum(sp.exp(b[e]), (e, lo, hi))
+        conv = sp.Sum(beta * x[i + delta - shift], (delta, lo, hi))
     return verify_equal(
         "fixed bias = lightweight conv",
         "softmax_j(b_(j-i)) over the keys |j-i| ≤ k of a sequence of N applied to x = Σ_δ β_δ x_(i+δ), "
@@ -91,14 +107,18 @@ def fixed_bias_is_lightweight_conv(offset: str = "key-query", extra_key: bool = 
     )
 
 
-def boundary_renormalisation(renormalize: bool = True) -> ProofResult:
+def boundary_renormalisation(renormalize: bool = True, range_form: str = "keys") -> ProofResult:
     """At any query i of a sequence of N, attention over the keys that exist, j = max(0, i-k) .. min(N-1, i+k),
     is the *renormalised* lightweight convolution Σ_{δ∈T_i} β_δ x_{i+δ} / Σ_{δ∈T_i} β_δ over the offsets
     T_i = max(0, i-k) - i .. min(N-1, i+k) - i (that is, max(-k, -i) .. min(k, N-1-i)), β = softmax(b) over all
     2k + 1 taps. Symbolic in N, k, i (0 ≤ i ≤ N - 1: N = i + 1 + r) and b.
 
     ``renormalize=False`` compares with the zero-padded convolution Σ_{δ∈T_i} β_δ x_{i+δ} (false at the edges).
+    ``range_form="offsets"`` writes T_i as max(-k, -i) .. min(k, N-1-i) instead of max(0, i-k) - i ..
+    min(N-1, i+k) - i: the same range (true), compared after :func:`~attnconv.proofs._symbolic.minmax_normal`.
     """
+    if range_form not in ("keys", "offsets"):
+        raise ValueError(f"range_form must be 'keys' or 'offsets', got {range_form!r}")
     _, k, _, _, _, j, delta, e, _, _ = _symbols()
     i, after = sp.symbols("i r", integer=True, nonnegative=True)
     n = i + 1 + after
@@ -106,9 +126,10 @@ def boundary_renormalisation(renormalize: bool = True) -> ProofResult:
     b, x = sp.IndexedBase("b", real=True), sp.IndexedBase("x", real=True)
     attention = _attention_row(lambda key: b[relative_offset(i, key)], x, j, lo, hi)
     beta = sp.exp(b[delta]) / sp.Sum(sp.exp(b[e]), (e, -k, k))
-    conv = sp.Sum(beta * x[i + delta], (delta, lo - i, hi - i))
+    taps = (lo - i, hi - i) if range_form == "keys" else (sp.Max(-k, -i), sp.Min(k, n - 1 - i))
+    conv = sp.Sum(beta * x[i + delta], (delta, *taps))
     if renormalize:
-        conv = conv / sp.Sum(beta, (delta, lo - i, hi - i))
+        conv = conv / sp.Sum(beta, (delta, *taps))
     return verify_equal(
         "boundary renormalisation",
         "at every query, attention over existing keys = Σ_{δ∈T_i} β_δ x_(i+δ) / Σ_{δ∈T_i} β_δ (renormalised conv)",
