@@ -200,7 +200,8 @@ class AxisLimit:
     Attributes:
         proof: the derivation (verified only when the limit is one-hot on a unique nearest key).
         nearest: the nearest key's offset from the query (e.g. Δ for the centre Δ + 1/3).
-        ties: how many keys share the largest logit (2 for a half-integer centre; 0 when undecided).
+        ties: how many keys share the largest logit (2 for a half-integer centre; 0 when no single nearest key
+            is established for every value of the symbols: not decided, or a tie at some value).
         sign: the encoding's sign (-1: the paper's).
     """
 
