@@ -258,6 +258,20 @@ def finite_alpha_bound(factor: sp.Expr = 1, claimed_alpha: sp.Expr = 1, coeffici
                              "terms ≥ 0 over a proper range", [split, *pieces], scope="general",
                              variables=("α", "L", "U")))
         steps.append(_sum_nonnegative(f"P_{a + 1} ≥ 0", partial[a]))
+        # P_a ≥ 1: the target's own weight w_a(0) = 1 plus the keys before and after it, each a sum of terms ≥ 0
+        before, after = sp.Sum(sp.exp(axis[a]), (n, -lo[a], -1)), sp.Sum(sp.exp(axis[a]), (n, 1, hi[a]))
+        target_split = verify_equal(f"P_{a + 1} = w_{a + 1}(0) + the keys before and after the target",
+                                    "Σ_{n=-L}^{U} w_a(n) = Σ_{n=-L}^{-1} w_a(n) + w_a(0) + Σ_{n=1}^{U} w_a(n)",
+                                    partial[a], before + sp.Sum(sp.exp(axis[a]), (n, 0, 0)) + after,
+                                    simplify=lambda e: sp.simplify(pull_sums(e)), scope="general",
+                                    variables=("α", "L", "U"))
+        weighs_one = verify_equal(f"w_{a + 1}(0) = 1", "e^{ℓ_a(Δ) - ℓ_a(Δ)} = 1", sp.exp(axis[a].subs(n, 0)),
+                                  sp.Integer(1), scope="definition", variables=("α", "Δ"))
+        steps.append(combine(f"P_{a + 1} ≥ 1", "the target is on the grid (L, U ≥ 0) and weighs 1",
+                             [target_split, weighs_one,
+                              _sum_nonnegative(f"the keys before the target on axis {a + 1}", before),
+                              _sum_nonnegative(f"the keys after the target on axis {a + 1}", after)],
+                             scope="general", variables=("α", "L", "U")))
     steps.append(_sum_nonnegative("θ ≥ 0", theta))
     th, p1, p2 = sp.symbols("theta P_1 P_2", nonnegative=True)  # θ, P_a ≥ 0 (derived just above)
     d1, d2 = sp.symbols("d_1 d_2", nonnegative=True)  # θ - P_a ≥ 0 (derived just above, step 3)
@@ -266,7 +280,10 @@ def finite_alpha_bound(factor: sp.Expr = 1, claimed_alpha: sp.Expr = 1, coeffici
                               variables=("θ", "P")))
     steps.append(_decided("tail-mass bound R ≤ S", "θ d_2 + P_2 d_1 ≥ 0 with d_a = θ - P_a ≥ 0",
                           th * d2 + p2 * d1, ("α", "L", "U")))
-    big_r, big_s, gap = sp.symbols("R S s", nonnegative=True)
+    q1, q2 = sp.symbols("p_1 p_2", nonnegative=True)  # P_a = 1 + p_a, p_a ≥ 0 (P_a ≥ 1, derived above)
+    steps.append(_decided("R = P_1 P_2 - 1 ≥ 0", "(1 + p_1)(1 + p_2) - 1 ≥ 0 with P_a = 1 + p_a, p_a ≥ 0",
+                          sp.expand((1 + q1) * (1 + q2) - 1), ("α", "L", "U")))
+    big_r, big_s, gap = sp.symbols("R S s", nonnegative=True)  # R ≥ 0 and S - R = s ≥ 0, both derived above
     steps.append(verify_equal("off-target mass", "ε = 1 - 1/(1+R) = R/(1+R)", 1 - 1 / (1 + big_r),
                               big_r / (1 + big_r), scope="general", variables=("R",)))
     steps.append(verify_equal("difference of the masses", "S/(1+S) - R/(1+R) = (S-R)/((1+R)(1+S))",
