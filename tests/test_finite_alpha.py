@@ -174,3 +174,13 @@ def test_the_factor_two_is_derived_and_met():
         epsilon = off_target_mass_bound(alpha, dims=1)
         assert measured > 1.5 * epsilon  # max ‖Y‖ = 1: a bound of 1·ε is broken
         assert measured <= 2 * epsilon * (1 + 1e-8)
+
+
+def test_float_constants_are_read_exactly():
+    """A float constant in the bound is its exact binary value: just below 1 (or 2) is a tighter, false bound."""
+    from attnconv.proofs.finite_alpha import finite_alpha_bound
+    assert not finite_alpha_bound(factor=0.9999999999999999).verified
+    assert finite_alpha_bound(factor=1.0).verified and finite_alpha_bound(factor=1.0000000000000002).verified
+    assert not finite_alpha_bound(difference_factor=1.9999999999999998).verified
+    assert finite_alpha_bound(difference_factor=2.0).verified
+    assert finite_alpha_bound(theta_range=(float("-inf"), float("inf"))).verified

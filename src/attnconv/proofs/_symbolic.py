@@ -6,9 +6,20 @@ import itertools
 
 import sympy as sp
 
-__all__ = ["alpha", "minmax_normal", "pull_sums", "reindex", "sum_simplify", "hard_limits", "minors_above_rank"]
+__all__ = ["alpha", "exact", "minmax_normal", "pull_sums", "reindex", "sum_simplify", "hard_limits", "minors_above_rank"]
 
 alpha = sp.Symbol("alpha", positive=True)
+
+
+def exact(value: object) -> sp.Expr:
+    """``value`` as a SymPy expression with every float read as exactly its binary value (``sympy.Rational``):
+    0.49999999999999994 stays just below 1/2, 0.9999999999999999 just below 1. Infinities stay infinite."""
+    if isinstance(value, float):
+        return sp.Rational(value) if value == value and abs(value) != float("inf") else sp.sympify(value)
+    expr = sp.sympify(value)
+    if isinstance(expr, sp.Basic) and expr.has(sp.Float):
+        expr = expr.xreplace({f: sp.Rational(f) for f in expr.atoms(sp.Float) if f.is_finite})
+    return expr
 
 
 def pull_sums(expr: sp.Expr) -> sp.Expr:

@@ -18,7 +18,7 @@ import functools
 
 import sympy as sp
 
-from ._symbolic import alpha, pull_sums, sum_simplify
+from ._symbolic import alpha, exact, pull_sums, sum_simplify
 from .limit import encoding_logit, nonnegative
 from .result import ProofResult, combine, verify_equal
 
@@ -219,7 +219,7 @@ def finite_alpha_bound(factor: sp.Expr = 1, claimed_alpha: sp.Expr = 1, coeffici
     """
     n1, n2, n = sp.symbols("n1 n2 n", **_int)
     center = sp.symbols("Delta1 Delta2", **_int)
-    factor, kappa = sp.sympify(factor), sp.sympify(claimed_alpha)
+    factor, kappa = exact(factor), exact(claimed_alpha)  # a float: exactly its binary value
 
     def relative_logit(offsets, centres):  # ℓ(Δ + n) - ℓ(Δ), from the encoding
         return (encoding_logit([c + m for c, m in zip(centres, offsets)], centres, sign, coefficient)
@@ -240,7 +240,7 @@ def finite_alpha_bound(factor: sp.Expr = 1, claimed_alpha: sp.Expr = 1, coeffici
     log_term = -kappa * alpha * n**2
     term = sp.exp(log_term)  # the bound's term g(n), as the statement defines θ
     termwise = [_termwise(log_term, axis[a], n) for a in range(2)]
-    lower, upper = (sp.sympify(end) for end in theta_range)
+    lower, upper = (exact(end) for end in theta_range)
     theta = sp.Sum(term, (n, lower, upper))
     tails = [(sp.Sum(term, (n, lower, -lo[a] - 1)), sp.Sum(term, (n, hi[a] + 1, upper))) for a in range(2)]
     gaps = [sp.Sum(term - sp.exp(axis[a]), (n, -lo[a], hi[a])) for a in range(2)]
@@ -308,7 +308,7 @@ def finite_alpha_bound(factor: sp.Expr = 1, claimed_alpha: sp.Expr = 1, coeffici
                               simplify=lambda e: sp.expand(pull_sums(e)), scope="general",
                               variables=("N", "A", "Y", "t")))
     steps.append(weighted_triangle_inequality())
-    steps.append(_difference_bound(sp.sympify(difference_factor)))
+    steps.append(_difference_bound(exact(difference_factor)))
     nonneg_weights, m_k, top = sp.IndexedBase("A", nonnegative=True), sp.IndexedBase("m"), sp.Symbol("m_max")
     excess = sp.Sum(nonneg_weights[k] * (top - m_k[k]), (k, 1, count))  # m_max - m_k ≥ 0 for every k
     below = excess.function.subs(top - m_k[k], sp.Symbol("z", nonnegative=True)).is_nonnegative
