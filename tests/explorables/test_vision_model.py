@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from attnconv.data.cifar10_files import CIFAR10_CLASSES
 from attnconv.explorables import standalone_page
 from attnconv.explorables.vision_model import embedded_images, reference, vision_explorable
 from attnconv.explorables.weights import export_weights, load_weights, read_checkpoint, unpack, write_weights
@@ -44,6 +45,11 @@ def _compare(got: dict, want: dict) -> float:
     att = float(np.abs(np.asarray(got["attention"]) - want["attention"]).max())
     assert att < ATTENTION_TOL, f"attention: {att}"
     return max(err, att)
+
+
+def settle(page) -> None:
+    """Wait until the explorable has drawn what was asked (it renders at most once per animation frame)."""
+    page.wait_for_function(f"() => document.querySelector('#attnconv-x-{ID}').dataset.busy === ''", timeout=20_000)
 
 
 def _page(weights: dict, label: str) -> str:
@@ -149,12 +155,14 @@ def test_reader_drives_it(browser, tmp_path, width, touch):
         before, first = att(), pred()
         thumb = page.locator(f"{root} .ax-thumb").nth(3)
         thumb.tap() if touch else thumb.click()
+        settle(page)
         assert pred() != first and att() == before  # another image, another prediction; positions only: same maps
         img = page.locator(f"{root} canvas.ax-input")
         img.scroll_into_view_if_needed()
         b = img.bounding_box()
         corner = (b["x"] + 4, b["y"] + 4)
         page.touchscreen.tap(*corner) if touch else page.mouse.click(*corner)  # the query moves to token (0, 0)
+        settle(page)
         assert att() != before
         picked = pred()
         pen = page.locator(f"{root} .ax-pen").nth(2)
@@ -168,9 +176,55 @@ def test_reader_drives_it(browser, tmp_path, width, touch):
             for p in path[1:]:
                 page.mouse.move(*p, steps=3)
             page.mouse.up()
-        page.wait_for_timeout(200)
+        settle(page)
         assert pred() != picked  # a red stroke across the image changes what the model sees
         check_layout(loaded, root, width)
         assert not loaded.requests
+    finally:
+        loaded.context.close()
+
+
+BUSY_JS = """(root) => {
+  const box = document.querySelector(root), note = box.querySelector('.ax-busy-note');
+  window.busySeen = false;
+  new MutationObserver(() => {
+    if (box.classList.contains('ax-busy') && getComputedStyle(note).visibility === 'visible') window.busySeen = true;
+  }).observe(box, {attributes: true, attributeFilter: ['class']});
+  box.querySelectorAll('.ax-thumb').forEach(b => b.addEventListener('click', ev => {
+    window.clickDelay = performance.now() - ev.timeStamp;  // how long the click waited before it was handled
+  }));
+}"""
+
+
+def test_a_long_stroke_runs_the_network_once_per_frame_and_a_click_still_answers(browser, tmp_path):
+    """A 200-move stroke paints at once but runs the network at most once per animation frame, shows
+    "computing…" meanwhile, ends on the stroke's last image, and a click right after it is handled promptly."""
+    weights = json.loads(COMMITTED.read_text()) if COMMITTED.is_file() else export_weights(_random_model(), "random")
+    loaded = open_page(browser, _page(weights, "weights"), tmp_path, 1400)
+    page, root = loaded.page, f"#attnconv-x-{ID}"
+    try:
+        runs = lambda: int(page.evaluate(f"() => document.querySelector('{root}').dataset.evaluations"))  # noqa: E731
+        page.evaluate(BUSY_JS, root)
+        page.locator(f"{root} .ax-pen").nth(2).click()
+        settle(page)
+        img = page.locator(f"{root} canvas.ax-input")
+        img.scroll_into_view_if_needed()
+        b = img.bounding_box()
+        start, moves = runs(), 200
+        page.mouse.move(b["x"] + 5, b["y"] + 5)
+        page.mouse.down()
+        page.mouse.move(b["x"] + b["width"] - 5, b["y"] + b["height"] - 5, steps=moves)
+        page.mouse.up()
+        page.locator(f"{root} .ax-thumb").nth(3).click()  # at once, while the stroke's last frame may still compute
+        settle(page)
+        ran = runs() - start
+        delay = page.evaluate("() => window.clickDelay")
+        print(f"{ID}: {moves} moves ran the network {ran} times; the click after them waited {delay:.0f} ms")
+        assert 1 <= ran <= moves // 4, ran
+        assert delay < 1500, delay
+        assert page.evaluate("() => window.busySeen"), "no 'computing…' while the network ran"
+        shown = page.locator(f"{root} .ax-pred").inner_text().split(": ")[1].split(" (")[0]
+        thumb = {"image": embedded_images()[3]["pixels"].tolist(), "query": [8, 8]}
+        assert shown == CIFAR10_CLASSES[reference(thumb, weights)["predicted"]]  # the last image's class, not a stale one
     finally:
         loaded.context.close()

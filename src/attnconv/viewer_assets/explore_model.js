@@ -32,12 +32,27 @@
   function defaults() { return {image: nestImage(images[0]), query: [G >> 1, G >> 1]}; }
   // inputs: image (32, 32, 3) pixel values 0..255; query [row, col] on the 16 x 16 token grid. Outputs: logits and
   // probs (10,); predicted, the class index; attention (L, N_h, 16, 16), every layer's heads' maps of the query.
-  function compute(inputs) {
-    var res = N.visionForward(weights, config, flat(inputs.image)), best = 0;
+  function check(inputs) {  // odd input is refused with a message (a RangeError), never computed into NaN
+    var im = inputs.image;
+    if (!im || im.length !== S || im.some(function (row) { return !row || row.length !== S || row.some(function (p) { return !p || p.length !== 3; }); }))
+      N.refuse("image must be " + S + " x " + S + " x 3 pixel values");
+    var px = flat(im);
+    for (var i = 0; i < px.length; i++)
+      if (!Number.isInteger(px[i]) || px[i] < 0 || px[i] > 255) N.refuse("image must hold whole pixel values from 0 to 255, found " + px[i]);
+    N.cell("query", inputs.query, G, G);
+    return px;
+  }
+  function forward(px) {
+    root.dataset.evaluations = String(+(root.dataset.evaluations || 0) + 1);  // the network's runs, for the tests
+    return N.visionForward(weights, config, px);
+  }
+  function compute(inputs) { return summarise(forward(check(inputs)), inputs.query); }
+  function summarise(res, query) {
+    var best = 0;
     for (var k = 1; k < res.logits.length; k++) if (res.logits[k] > res.logits[best]) best = k;
     var att = res.layers.map(function (heads) {
       return heads.map(function (p) {
-        var m = N.queryMap(p, G, G, inputs.query[0], inputs.query[1]), out = [];
+        var m = N.queryMap(p, G, G, query[0], query[1]), out = [];
         for (var r = 0; r < G; r++) out.push(N.toArray(m.subarray(r * G, (r + 1) * G)));
         return out;
       });
@@ -66,19 +81,29 @@
     '<div class="ax-caption" style="max-width: none">pick a test image, or draw on the image with a colour</div>' +
     '<div class="ax-controls">' + thumbs + "</div>" +
     '<div class="ax-controls">' + palette + '<button type="button" class="ax-draw">draw</button><button type="button" class="ax-clear">clear</button></div>' +
+    '<div class="ax-controls"><label>query row <input class="ax-qrow ax-typed" inputmode="numeric" aria-label="query row"></label>' +
+    '<label>column <input class="ax-qcol ax-typed" inputmode="numeric" aria-label="query column"></label><span class="ax-msg ax-warn ax-query-msg" role="alert" hidden></span></div>' +
     '<div class="ax-row"><div class="ax-panel"><canvas class="ax-input av-clickable" style="width: 160px; height: 160px"></canvas>' +
-    '<div class="ax-caption ax-mode"></div></div><div><div class="ax-number ax-pred"></div><div class="ax-classes"></div></div></div>' +
+    '<div class="ax-caption ax-mode"></div><div class="ax-caption ax-busy-note" aria-live="polite">computing…</div></div><div><div class="ax-number ax-pred"></div><div class="ax-classes"></div></div></div>' +
     '<div class="ax-caption" style="max-width: none">each layer\'s heads: attention of the query token (red square), 16×16 tokens, each from 0 to its peak</div>' + layers;
   var q = function (s) { return root.querySelector(s); }, qa = function (s) { return N.toArray(root.querySelectorAll(s)); };
   var rgb = function (v) { return v; };
   function pixels(px) { var out = []; for (var i = 0; i < S * S; i++) out.push([px[3 * i], px[3 * i + 1], px[3 * i + 2]]); return out; }
   qa(".ax-thumb canvas").forEach(function (cv, i) { N.paint(cv, pixels(images[i]), S, S, rgb); });
 
-  function draw() {
-    var out = compute(state), px = flat(state.image), cv = q("canvas.ax-input");
+  // The network runs once per image (a query's maps reuse its run), and at most once per animation frame: a stroke
+  // of hundreds of moves paints its pixels at once and runs the network on the latest image when a frame is free.
+  var last = null, lastImage = null;
+  function paintInput() {
+    var px = flat(state.image), cv = q("canvas.ax-input");
     N.paint(cv, pixels(px), S, S, rgb);
     var ctx = cv.getContext("2d"), b = cfg.block; ctx.strokeStyle = "red"; ctx.lineWidth = 0.6;
     ctx.strokeRect(state.query[1] * b + 0.3, state.query[0] * b + 0.3, b - 0.6, b - 0.6);
+  }
+  function render() {
+    if (lastImage !== state.image) { last = forward(flat(state.image)); lastImage = state.image; }
+    var out = summarise(last, state.query);
+    paintInput();
     var p = out.probs;
     q(".ax-pred").innerHTML = "the model says: <b>" + spec.classes[out.predicted] + "</b> (" + (100 * p[out.predicted]).toFixed(0) + "%)";
     q(".ax-classes").innerHTML = spec.classes.map(function (c, k) {
@@ -94,7 +119,12 @@
     });
     qa(".ax-thumb").forEach(function (bt, i) { bt.classList.toggle("ax-on", state.picked === i && !drawing); });
     q(".ax-draw").classList.toggle("ax-on", !!drawing);
+    [[".ax-qrow", 0], [".ax-qcol", 1]].forEach(function (f) {
+      var el = q(f[0]);
+      if (document.activeElement !== el && !el.classList.contains("ax-bad")) el.value = state.query[f[1]];
+    });
   }
+  var draw = N.scheduler(root, render), stroke = false, STROKE_GAP = 250;  // while a stroke goes on: 4 runs a second
   state.picked = 0;
   qa(".ax-thumb").forEach(function (bt, i) {
     bt.addEventListener("click", function () { state.image = nestImage(images[i]); state.picked = i; drawing = null; draw(); });
@@ -105,7 +135,13 @@
     var px = []; for (var i = 0; i < S * S; i++) px.push(0, 0, 0);
     state.image = nestImage(px); state.picked = -1; drawing = true; draw();
   });
-  var pending = null;
+  [[".ax-qrow", 0], [".ax-qcol", 1]].forEach(function (f) {
+    N.guard(q(f[0]), q(".ax-query-msg"), function (text) {
+      var v = N.number(text);
+      if (!Number.isInteger(v) || v < 0 || v >= G) return "the query is a token of the " + G + "×" + G + " grid: row and column are whole numbers from 0 to " + (G - 1);
+      state.query = state.query.slice(); state.query[f[1]] = v; draw();
+    });
+  });
   N.onDrag(q("canvas.ax-input"), function (ev) {
     var cv = q("canvas.ax-input");
     if (!drawing) { state.query = N.cellAt(cv, ev, G, G); draw(); return; }
@@ -114,8 +150,12 @@
       var r = rc[0] + a, c = rc[1] + b;
       if (r >= 0 && r < S && c >= 0 && c < S) img[r][c] = pen.slice();
     }
-    state.image = img; state.picked = -1;
-    if (!pending) pending = setTimeout(function () { pending = null; draw(); }, 60);
+    state.image = img; state.picked = -1; stroke = true;
+    paintInput(); draw(STROKE_GAP);
   });
-  draw();
+  function release() { if (stroke) { stroke = false; draw(); } }  // the stroke's last image, at the next frame
+  window.addEventListener("mouseup", release);
+  q("canvas.ax-input").addEventListener("touchend", release);
+  q("canvas.ax-input").addEventListener("touchcancel", release);
+  render();
 })();

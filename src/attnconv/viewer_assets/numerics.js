@@ -259,12 +259,93 @@
 
   function toArray(a) { return Array.prototype.slice.call(a); }
 
+  // ---- odd input: refused with a message, never a NaN or a silent 0 ------------------------------------------
+
+  // compute() checks: each throws a RangeError that says which input is wrong and what it may be.
+  function refuse(text) { throw new RangeError(text); }
+  function finiteIn(name, v, lo, hi) {  // a number lo <= v <= hi (either bound may be null)
+    if (typeof v !== "number" || !isFinite(v) || (lo !== null && v < lo) || (hi !== null && v > hi))
+      refuse(name + " must be a finite number" + (lo !== null && hi !== null ? " from " + lo + " to " + hi :
+             lo !== null ? " of at least " + lo : hi !== null ? " of at most " + hi : "") + ", got " + v);
+    return v;
+  }
+  function positive(name, v) {
+    if (typeof v !== "number" || !isFinite(v) || !(v > 0)) refuse(name + " must be a finite number above 0, got " + v);
+    return v;
+  }
+  function allFinite(name, a, lo, hi) {  // every number of a (nested arrays) is finite, and within [lo, hi] if given
+    var bad = null;
+    (function walk(x) {
+      if (bad !== null) return;
+      if (x && typeof x.length === "number" && typeof x !== "string") { for (var i = 0; i < x.length && bad === null; i++) walk(x[i]); return; }
+      if (typeof x !== "number" || !isFinite(x) || (lo != null && x < lo) || (hi != null && x > hi)) bad = x;
+    })(a);
+    if (bad !== null) refuse(name + " must hold finite numbers" + (lo != null ? " from " + lo + " to " + hi : "") + ", found " + bad);
+    return a;
+  }
+  function cell(name, q, h, w) {  // [row, col], integers inside an h x w grid
+    if (!q || q.length !== 2 || !Number.isInteger(q[0]) || !Number.isInteger(q[1]) || q[0] < 0 || q[0] >= h || q[1] < 0 || q[1] >= w)
+      refuse(name + " must be [row, col] with integers from 0 to " + (h - 1) + " and 0 to " + (w - 1) + ", got " + JSON.stringify(q));
+    return q;
+  }
+
+  // A typed control: on every edit, parse(text) returns an error message (a string) or applies the value.
+  // A refused value shows its message in msg, next to the control, and leaves the explorable as it was.
+  function number(text) {  // a typed decimal number, or NaN (an empty field is not 0)
+    var t = String(text).trim();
+    return /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(t) ? Number(t) : NaN;
+  }
+  function guard(input, msg, apply) {
+    function run() {
+      var problem = apply(input.value);
+      var bad = typeof problem === "string" && problem.length > 0;
+      msg.textContent = bad ? problem : "";
+      msg.hidden = !bad;
+      input.classList.toggle("ax-bad", bad);
+      if (bad) input.setAttribute("aria-invalid", "true"); else input.removeAttribute("aria-invalid");
+    }
+    input.addEventListener("input", run);
+    input.addEventListener("change", run);
+    return run;
+  }
+
+  // At most one render per animation frame, however many events ask for one: request() marks the root busy
+  // ("computing…" shows) and the render runs once the next frame has been painted. request(gap) also waits
+  // until gap ms have passed since the last render began (a stroke asks this, so that the network runs a few
+  // times a second while the pen moves); a later request() without a gap runs at the next frame.
+  function scheduler(root, render) {
+    var timer = null, framed = false, lastStart = -Infinity;
+    root.dataset.busy = "";
+    function run() {
+      framed = true;
+      requestAnimationFrame(function () {
+        setTimeout(function () {
+          framed = false;
+          lastStart = performance.now();
+          try { render(); } finally {
+            if (timer === null && !framed) { root.dataset.busy = ""; root.classList.remove("ax-busy"); }
+          }
+        }, 0);
+      });
+    }
+    return function request(gap) {
+      root.dataset.busy = "1";
+      root.classList.add("ax-busy");
+      if (framed) return;
+      var wait = gap ? lastStart + gap - performance.now() : 0;
+      if (wait > 0) { if (timer === null) timer = setTimeout(function () { timer = null; run(); }, wait); return; }
+      if (timer !== null) { clearTimeout(timer); timer = null; }
+      run();
+    };
+  }
+
   window.attnconvExplorables = window.attnconvExplorables || {};
   window.attnconvNumerics = {
     softmax: softmax, quadraticLogit: quadraticLogit, axisProbs: axisProbs, headProbs: headProbs, queryMap: queryMap,
     attendGrid: attendGrid, conv2dZeros: conv2dZeros, tapShifts: tapShifts, convAsAttention: convAsAttention,
     band: band, matmul: matmul, lightconv: lightconv, linear: linear, layerNorm: layerNorm, erf: erf, gelu: gelu,
     visionForward: visionForward, bytes: bytes, paint: paint, ramp: ramp, diverging: diverging, cellAt: cellAt,
-    fractionAt: fractionAt, onDrag: onDrag, toArray: toArray
+    fractionAt: fractionAt, onDrag: onDrag, toArray: toArray, refuse: refuse, finiteIn: finiteIn, positive: positive,
+    allFinite: allFinite, cell: cell, number: number, guard: guard, scheduler: scheduler
   };
 })();
