@@ -79,9 +79,9 @@ def test_permitted_download_gives_real_images_and_corpora(offline_env, mirror, t
     assert (tmp_path / "cache" / "cifar-10-python.tar.gz").is_file()
     assert (tmp_path / "cache" / "nltk" / "corpora" / "brown.zip").is_file()
     image = example_image(3)  # 20 test images, labels cycling: in class order, two of each class
-    assert image.is_real and image.label == "automobile" and "official CIFAR-10" in image.source
+    assert image.is_real and image.label == "automobile" and "from a mirror" in image.source  # not the official md5
     data = load_cifar10(download=False)
-    assert data.origin == "official" and len(data.train_images) == 40 and len(data.test_images) == 20
+    assert data.origin == "mirror" and len(data.train_images) == 40 and len(data.test_images) == 20
     assert load_corpus(validation_fraction=0.2).train  # found in the cache without ATTNCONV_DATA
     assert download.prepare_data() == message  # cached: found again, not fetched again
 

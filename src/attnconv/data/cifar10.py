@@ -16,16 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pooch
 import torch
 
 from .._checks import int_at_least
 from .cache import load_arrays, save_arrays
-from .download import cifar10_md5, cifar10_url, mirror_in_use
+from .download import cifar10_md5, cifar10_url, fetch_checked, mirror_in_use
 from .cifar10_files import (CIFAR10_CLASSES, CIFAR10_URL, FolderFiles, ZipFiles, check_arrays, decode_image,
                             read_image_files, read_official_archive, read_official_folder)
 from .members import read_member
-from .paths import CACHE_ENV_VAR, data_root, default_cache_dir, display_path
+from .paths import CACHE_ENV_VAR, data_root, default_cache_dir, display_path, ensure_cache_folder
 
 
 @dataclass(frozen=True)
@@ -244,7 +243,7 @@ def load_cifar10(
         download: allow step 3.
         md5: the hash an official archive must have; ``None`` skips the check (for archives you built).
         expected_sizes: ``{"train": n, "test": m}`` image counts to insist on; ``None`` accepts any.
-        progress: show a progress bar while decoding image files.
+        progress: show a progress bar while downloading and while decoding image files.
 
     Raises:
         FileNotFoundError: no copy was found and none could be downloaded; the message says where to put one.
@@ -259,7 +258,7 @@ def load_cifar10(
     if expected_sizes is not None and set(expected_sizes) != {"train", "test"}:
         raise ValueError(f"expected_sizes must have keys 'train' and 'test', got {sorted(expected_sizes)}")
     cache = default_cache_dir() if cache_dir is None else Path(cache_dir).expanduser()
-    copy = _identify(Path(path).expanduser(), md5) if path is not None else _find(cache, download, md5)
+    copy = _identify(Path(path).expanduser(), md5) if path is not None else _find(cache, download, md5, progress)
     folder = cache / "cifar10-arrays" / _cache_key(copy)
     cached = load_arrays(folder, _ARRAYS)
     if cached is None:
@@ -277,7 +276,7 @@ def load_cifar10(
     return CIFAR10(**tensors, origin=origin, source=copy.description)  # not the cached text: paths move
 
 
-def _find(cache: Path, download: bool, md5: str | None) -> _Copy:
+def _find(cache: Path, download: bool, md5: str | None, progress: bool = False) -> _Copy:
     """Steps 1-3 of :func:`load_cifar10`'s search."""
     root = data_root()
     if root is not None:
@@ -297,29 +296,30 @@ def _find(cache: Path, download: bool, md5: str | None) -> _Copy:
              f"cifar10-jpeg/train.zip and cifar10-jpeg/test.zip")
     if not download:
         raise FileNotFoundError(f"no local copy of CIFAR-10 found and download=False: {where}")
-    return _download(cache, md5, where)
+    return _download(cache, md5, where, progress)
 
 
-def _download(cache: Path, md5: str | None, where: str) -> _Copy:
-    """Fetch the official archive with pooch; it lands in ``cache`` only once its hash has been checked."""
-    try:
-        fetched = pooch.retrieve(cifar10_url(), known_hash=None if md5 is None else f"md5:{md5}",
-                                 fname=ARCHIVE_NAME, path=cache, progressbar=False)
-    except ValueError as err:  # pooch's hash mismatch: the download was corrupted and has been discarded
-        raise RuntimeError(f"the downloaded CIFAR-10 archive failed its md5 check ({err}); try again") from err
-    except Exception as err:  # offline, refused, a proxy's error page: anything that is not a download
-        raise FileNotFoundError(f"could not download CIFAR-10 from {cifar10_url()} ({type(err).__name__}: {err}); "
-                                f"{where}") from err
-    return _Copy("official-archive", (Path(fetched),), f"the official archive {fetched} (downloaded)")
+def _download(cache: Path, md5: str | None, where: str, progress: bool = False) -> _Copy:
+    """Fetch the official archive (or the mirror's); it lands in ``cache`` only once its hash has been checked."""
+    url = cifar10_url()
+    cache = ensure_cache_folder(cache)
+    try:  # an md5 mismatch (RuntimeError) is raised as it is: the bad download has been discarded
+        fetched = fetch_checked(url, cache / ARCHIVE_NAME, md5, progress=progress, setting="ATTNCONV_CIFAR10_URL",
+                                label="CIFAR-10")
+    except FileNotFoundError as err:  # offline, refused, an error page, stalled, too slow
+        raise FileNotFoundError(f"{err}; {where}") from err
+    return _Copy("official-archive", (fetched,), f"the official archive {fetched} (downloaded)")
 
 
 def download_official(cache_dir: str | os.PathLike | None = None, *, progress: bool = False) -> str:
     """Fetch the official archive (or ``$ATTNCONV_CIFAR10_URL``'s) into the cache unless a copy is there; md5-checked.
 
-    Returns the archive's path as a reader may see it. Raises like :func:`load_cifar10`'s download."""
-    cache = default_cache_dir() if cache_dir is None else Path(cache_dir).expanduser()
-    cache.mkdir(parents=True, exist_ok=True)
-    copy = _download(cache, cifar10_md5(CIFAR10_MD5), f"put {ARCHIVE_NAME} in {cache} by hand")
+    Returns the archive's path as a reader may see it. Raises like :func:`load_cifar10`'s download, and
+    ``NotADirectoryError`` when the cache folder (``ATTNCONV_CACHE``) is a file."""
+    md5 = cifar10_md5(CIFAR10_MD5)
+    cifar10_url()  # a wrong address is reported before the cache folder is made
+    cache = ensure_cache_folder(cache_dir)
+    copy = _download(cache, md5, f"put {ARCHIVE_NAME} in {cache} by hand", progress)
     return display_path(copy.paths[0])
 
 

@@ -11,19 +11,44 @@ Every address can be replaced by an environment variable, for a mirror or a loca
   (a test archive does);
 - ``ATTNCONV_NLTK_URL``: a template with ``{name}`` for the NLTK corpus zips (their md5 sums stay NLTK's
   unless ``ATTNCONV_NLTK_MD5`` gives ``name=md5`` pairs separated by commas).
+
+An address is ``http://``, ``https://`` or ``file:///absolute/path`` (a local mirror); anything else is refused,
+naming the setting, before anything is fetched, and so is an md5 that is not 32 hexadecimal digits.
+
+A download never hangs: it gives up when no byte has arrived for ``ATTNCONV_DOWNLOAD_TIMEOUT`` seconds (default
+60), and when the average rate over a window (30 s, or the timeout when that is shorter) falls below
+``ATTNCONV_DOWNLOAD_MIN_RATE`` bytes per second (default 1024; at 1 KiB/s the CIFAR-10 archive would take two
+days; 0 turns the floor off). The file is written under a temporary name next to its destination and renamed
+only once its md5 has been checked, so a failed or interrupted download leaves nothing behind.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 import os
+import string
 import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
 
-__all__ = ["DOWNLOAD_ENV_VAR", "cifar10_md5", "cifar10_url", "in_colab", "mirror_in_use", "nltk_md5s",
-           "nltk_url", "prepare_data", "reader_may_download"]
+__all__ = ["DOWNLOAD_ENV_VAR", "MIN_RATE_ENV_VAR", "TIMEOUT_ENV_VAR", "check_settings", "check_url",
+           "cifar10_md5", "cifar10_url", "download_limits", "fetch_checked", "in_colab", "mirror_in_use",
+           "nltk_md5s", "nltk_url", "prepare_data", "reader_may_download"]
 
 DOWNLOAD_ENV_VAR = "ATTNCONV_DOWNLOAD"
 CIFAR10_OFFICIAL_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 NLTK_OFFICIAL_URL = "https://raw.githubusercontent.com/nltk/nltk_data/gh-pages/packages/corpora/{name}.zip"
+TIMEOUT_ENV_VAR = "ATTNCONV_DOWNLOAD_TIMEOUT"
+MIN_RATE_ENV_VAR = "ATTNCONV_DOWNLOAD_MIN_RATE"
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MIN_RATE = 1024.0  # bytes per second
+RATE_WINDOW_S = 30.0
+_CHUNK = 1 << 16
 
 
 def in_colab() -> bool:
@@ -44,8 +69,29 @@ def reader_may_download() -> bool:
 
 
 def cifar10_url() -> str:
-    """``$ATTNCONV_CIFAR10_URL``, else the official archive's address."""
-    return os.environ.get("ATTNCONV_CIFAR10_URL", "").strip() or CIFAR10_OFFICIAL_URL
+    """``$ATTNCONV_CIFAR10_URL``, else the official archive's address.
+
+    Raises:
+        ValueError: the address is not ``http(s)://host/...`` or ``file:///path``.
+    """
+    value = os.environ.get("ATTNCONV_CIFAR10_URL", "").strip()
+    return check_url(value, "ATTNCONV_CIFAR10_URL") if value else CIFAR10_OFFICIAL_URL
+
+
+def check_url(url: str, setting: str = "url") -> str:
+    """``url`` when it is ``http://host/...``, ``https://host/...`` or ``file:///absolute/path``.
+
+    Raises:
+        ValueError: anything else (no scheme, another scheme, no host, a relative file path); the message names
+            ``setting``.
+    """
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme in ("http", "https") and parts.netloc:
+        return url
+    if parts.scheme == "file" and parts.netloc in ("", "localhost") and parts.path.startswith("/"):
+        return url
+    raise ValueError(f"{setting} must be an http://, https:// or file:///absolute/path address "
+                     f"(e.g. https://example.org/data/...), got {url!r}")
 
 
 def mirror_in_use() -> bool:
@@ -71,10 +117,29 @@ def nltk_url() -> str:
     Raises:
         ValueError: the template has no ``{name}``.
     """
-    value = os.environ.get("ATTNCONV_NLTK_URL", "").strip() or NLTK_OFFICIAL_URL
-    if "{name}" not in value:
-        raise ValueError(f"ATTNCONV_NLTK_URL must contain {{name}}, got {value!r}")
-    return value
+    value = os.environ.get("ATTNCONV_NLTK_URL", "").strip()
+    return check_nltk_template(value, "ATTNCONV_NLTK_URL") if value else NLTK_OFFICIAL_URL
+
+
+def check_nltk_template(template: str, setting: str = "url") -> str:
+    """``template`` when its one placeholder is ``{name}`` and it gives a valid address (:func:`check_url`).
+
+    Raises:
+        ValueError: no ``{name}``, another placeholder (``{corpus}``, ``{}``), stray braces or a bad address; the
+            message names ``setting``.
+    """
+    expected = f"{setting} must be an address template whose only placeholder is {{name}} (the corpus, e.g. brown)"
+    try:
+        fields = [(f, conv, spec) for _, f, spec, conv in string.Formatter().parse(template) if f is not None]
+    except ValueError as err:  # a lone { or }
+        raise ValueError(f"{expected}, got {template!r} ({err})") from None
+    others = sorted({"{" + f + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
+                     for f, conv, spec in fields if (f, conv, spec) != ("name", None, "")})
+    if others or not fields:
+        found = f": it has {', '.join(others)}" if others else ": it has no {name}"
+        raise ValueError(f"{expected}, got {template!r}{found}")
+    check_url(template.format(name="brown"), setting)
+    return template
 
 
 def nltk_md5s(official: dict[str, str]) -> dict[str, str]:
@@ -86,11 +151,197 @@ def nltk_md5s(official: dict[str, str]) -> dict[str, str]:
     sums = dict(official)
     for pair in filter(None, (p.strip() for p in os.environ.get("ATTNCONV_NLTK_MD5", "").split(","))):
         name, sep, md5 = pair.partition("=")
-        if not sep or name not in official or len(md5) != 32:
-            raise ValueError(f"ATTNCONV_NLTK_MD5 must be name=md5 pairs for names among {tuple(official)}, "
-                             f"got {pair!r}")
+        name, md5 = name.strip(), md5.strip().lower()
+        if not sep or name not in official or not _is_md5(md5):
+            raise ValueError(f"ATTNCONV_NLTK_MD5 must be name=md5 pairs (md5: 32 hexadecimal digits) for names "
+                             f"among {tuple(official)}, got {pair!r}")
         sums[name] = md5
     return sums
+
+
+def _is_md5(value: str) -> bool:
+    return len(value) == 32 and all(c in "0123456789abcdef" for c in value)
+
+
+def download_limits() -> tuple[float, float]:
+    """``(timeout, min_rate)``: seconds without a byte before a download gives up (``$ATTNCONV_DOWNLOAD_TIMEOUT``,
+    default 60) and the floor on the average rate in bytes per second (``$ATTNCONV_DOWNLOAD_MIN_RATE``, default
+    1024; 0 turns it off).
+
+    Raises:
+        ValueError: a variable is not a number, or the timeout is not positive, or the rate is negative.
+    """
+    limits = []
+    for var, default, least in ((TIMEOUT_ENV_VAR, DEFAULT_TIMEOUT_S, "a positive number of seconds"),
+                                (MIN_RATE_ENV_VAR, DEFAULT_MIN_RATE, "a number of bytes per second, 0 or more")):
+        text = os.environ.get(var, "").strip()
+        try:
+            value = float(text) if text else default
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < 0 or (value == 0 and var == TIMEOUT_ENV_VAR):
+            raise ValueError(f"{var} must be {least}, got {text!r}")
+        limits.append(value)
+    return limits[0], limits[1]
+
+
+def check_settings(*what: str) -> None:
+    """Read every setting the downloads of ``what`` (``"cifar10"``, ``"nltk"``; default both) use, so that a wrong
+    one is reported before anything is fetched.
+
+    Raises:
+        ValueError: an address, a template, an md5 or a limit has the wrong form; the message names the setting.
+        NotADirectoryError, OSError: ``ATTNCONV_CACHE`` is not a folder that can be created.
+    """
+    from .nltk_zips import NLTK_ZIPS
+    from .paths import ensure_cache_folder
+
+    names = what or ("cifar10", "nltk")
+    download_limits()
+    if "cifar10" in names:
+        cifar10_url()
+        cifar10_md5("0" * 32)
+    if "nltk" in names:
+        nltk_url()
+        nltk_md5s(NLTK_ZIPS)
+    ensure_cache_folder()
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def _duration(seconds: float) -> str:
+    for unit, span in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= span:
+            return f"{seconds / span:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def _reason(err: BaseException, timeout: float) -> str:
+    if isinstance(err, urllib.error.HTTPError):
+        return f"HTTP {err.code} {err.reason}"
+    cause = err.reason if isinstance(err, urllib.error.URLError) else err
+    if isinstance(cause, TimeoutError):
+        return f"no answer within {timeout:g} s; set {TIMEOUT_ENV_VAR} to wait longer"
+    return f"{type(cause).__name__}: {cause}"
+
+
+def _opener() -> urllib.request.OpenerDirector:
+    """urllib's opener (proxies from the environment, redirects, ``file:``), with certifi's certificates when
+    they are installed (as requests uses them)."""
+    import ssl
+    try:
+        import certifi
+        context = ssl.create_default_context(cafile=certifi.where())
+    except ImportError:  # pragma: no cover - certifi comes with requests
+        context = ssl.create_default_context()
+    return urllib.request.build_opener(urllib.request.HTTPSHandler(context=context))
+
+
+def fetch_checked(url: str, dest: str | os.PathLike, md5: str | None, *, progress: bool = False,
+                  setting: str = "url", label: str | None = None) -> Path:
+    """Download ``url`` to ``dest`` unless a copy with the md5 ``md5`` is there (any copy when ``md5`` is None).
+
+    The bytes go to a temporary file next to ``dest``, renamed to ``dest`` once the md5 matches; any failure
+    removes it. The limits of :func:`download_limits` apply; ``progress`` shows a tqdm bar. ``label`` names the
+    file in messages (default: ``dest``'s name).
+
+    Raises:
+        ValueError: ``url`` or ``md5`` has the wrong form (the message names ``setting`` or ``md5``), or a limit.
+        RuntimeError: the download failed its md5 check.
+        FileNotFoundError: the download failed: offline, refused, an HTTP error, no byte for the timeout, a rate
+            under the floor, a connection that closed early. The message names the address.
+        NotADirectoryError, OSError: ``dest``'s folder cannot be created.
+    """
+    from .paths import ensure_cache_folder
+
+    check_url(url, setting)
+    if md5 is not None:
+        md5 = md5.strip().lower()
+        if not _is_md5(md5):
+            raise ValueError(f"md5 must be 32 hexadecimal digits, got {md5!r}")
+    timeout, min_rate = download_limits()
+    dest = Path(dest).expanduser()
+    ensure_cache_folder(dest.parent)
+    if dest.is_file() and (md5 is None or _file_md5(dest) == md5):
+        return dest
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            got = _stream(url, out, label or dest.name, timeout, min_rate, progress)
+        if md5 is not None and got != md5:
+            raise RuntimeError(f"{label or dest.name} from {url} failed its md5 check (expected {md5}, got {got}); "
+                               f"the download was discarded; try again")
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return dest
+
+
+def _file_md5(path: Path) -> str:
+    digest = hashlib.md5()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _stream(url: str, out, name: str, timeout: float, min_rate: float, progress: bool) -> str:
+    """Copy ``url`` into the open file ``out`` within the limits; returns the md5 of what was written."""
+    from tqdm.auto import tqdm
+
+    failed = f"could not download {name} from {url}"
+    request = urllib.request.Request(url, headers={"User-Agent": "attnconv (python urllib)"})
+    try:
+        response = _opener().open(request, timeout=timeout)
+    except Exception as err:  # offline, refused, an HTTP error, a missing file: address or server at fault
+        raise FileNotFoundError(f"{failed} ({_reason(err, timeout)})") from err
+    digest = hashlib.md5()
+    window = min(RATE_WINDOW_S, timeout)
+    with response:
+        length = response.headers.get("Content-Length")
+        total = int(length) if length and length.isdigit() else None
+        read = getattr(response, "read1", response.read)  # what has arrived, not a full chunk: the rate is seen
+        done = 0
+        start, start_done = time.monotonic(), 0
+        with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=name, disable=not progress,
+                  file=sys.stderr) as bar:
+            while True:
+                try:
+                    chunk = read(_CHUNK)
+                except TimeoutError as err:
+                    raise FileNotFoundError(f"{failed}: no data for {timeout:g} s after {_size(done)}"
+                                            f"{f' of {_size(total)}' if total else ''}; set {TIMEOUT_ENV_VAR} "
+                                            f"to wait longer") from err
+                except Exception as err:  # a reset connection, a broken chunked encoding
+                    raise FileNotFoundError(f"{failed}: the connection broke after {_size(done)} "
+                                            f"({type(err).__name__}: {err})") from err
+                if not chunk:
+                    break
+                out.write(chunk)
+                digest.update(chunk)
+                done += len(chunk)
+                bar.update(len(chunk))
+                elapsed = time.monotonic() - start
+                if elapsed >= window:
+                    rate = (done - start_done) / elapsed
+                    if rate < min_rate:
+                        left = (f"the remaining {_size(total - done)} would take {_duration((total - done) / rate)}"
+                                if total and rate > 0 else "the download would take hours")
+                        raise FileNotFoundError(
+                            f"{failed}: {_size(rate)}/s over the last {elapsed:.0f} s, below the floor of "
+                            f"{_size(min_rate)}/s ({MIN_RATE_ENV_VAR}); at that rate {left}; try again later or "
+                            f"another mirror")
+                    start, start_done = time.monotonic(), done
+    if total is not None and done != total:
+        raise FileNotFoundError(f"{failed}: the connection closed after {_size(done)} of {_size(total)}")
+    return digest.hexdigest()
 
 
 def prepare_data(*what: str, progress: bool = False, corpora: tuple[str, ...] | None = None) -> str:
@@ -103,8 +354,9 @@ def prepare_data(*what: str, progress: bool = False, corpora: tuple[str, ...] | 
     right md5 is not fetched again. Returns a sentence saying what happened, for the chapter to print.
 
     Raises:
-        ValueError: an unknown name in ``what``.
-        RuntimeError, FileNotFoundError: a permitted download failed (md5 mismatch, offline).
+        ValueError: an unknown name in ``what``, or a setting of the wrong form (:func:`check_settings`).
+        NotADirectoryError: ``ATTNCONV_CACHE`` names a file.
+        RuntimeError, FileNotFoundError: a permitted download failed (md5 mismatch; offline, stalled, too slow).
     """
     names = what or ("cifar10", "nltk")
     unknown = [w for w in names if w not in ("cifar10", "nltk")]
@@ -112,6 +364,7 @@ def prepare_data(*what: str, progress: bool = False, corpora: tuple[str, ...] | 
         raise ValueError(f"what must be among ('cifar10', 'nltk'), got {unknown}")
     if not reader_may_download():
         return "Downloads are off (the book build and the tests stay offline): local copies only."
+    check_settings(*names)  # a wrong address, md5 or cache folder is reported before anything is fetched
     from .cifar10 import download_official
     from .nltk_zips import download_corpora
 

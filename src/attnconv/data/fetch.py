@@ -9,6 +9,9 @@ Two more things a build needs, printed without fetching anything:
 - ``--key``: one name for the published checksums of every file, for a CI cache that must change when they do;
 - ``--fingerprint``: which data a build would read here (file names and sizes), so that a build whose data
   appeared or changed can throw away notebook outputs that were computed without it.
+
+A wrong setting (an address, an md5, ``--dest`` naming a file), a failed download (offline, stalled, too slow,
+an md5 mismatch) ends the command in one line with exit code 2, like the training command's mistakes.
 """
 
 from __future__ import annotations
@@ -16,12 +19,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import sys
 from pathlib import Path
 
 from .cifar10 import ARCHIVE_NAME, CIFAR10_MD5, EXTRACTED_NAME
-from .download import cifar10_md5, cifar10_url
+from .download import cifar10_md5, cifar10_url, download_limits, fetch_checked, nltk_md5s, nltk_url
 from .nltk_zips import NLTK_ZIPS, download_corpora
-from .paths import data_root, default_cache_dir
+from .paths import data_root, default_cache_dir, ensure_folder
 
 __all__ = ["checksum_key", "data_fingerprint", "fetch_all"]
 
@@ -39,21 +43,21 @@ def fetch_all(dest: str | os.PathLike, *, progress: bool = False) -> Path:
         ``dest``, ready to be ``ATTNCONV_DATA``.
 
     Raises:
+        ValueError: a setting of the wrong form (an address, an md5, a limit); nothing has been fetched.
+        NotADirectoryError, OSError: ``dest`` cannot be a folder.
         RuntimeError: a download failed its md5 check (the file is discarded).
-        FileNotFoundError: a download failed (offline, refused).
+        FileNotFoundError: a download failed (offline, refused, stalled, too slow).
     """
-    import pooch
-
-    folder = Path(dest).expanduser()
-    folder.mkdir(parents=True, exist_ok=True)
+    md5 = cifar10_md5(CIFAR10_MD5)  # every setting is checked before anything is fetched
     url = cifar10_url()
-    try:
-        pooch.retrieve(url, known_hash=f"md5:{cifar10_md5(CIFAR10_MD5)}", fname=ARCHIVE_NAME, path=folder,
-                       progressbar=progress)
-    except ValueError as err:  # pooch's hash mismatch; the bad file has been removed
-        raise RuntimeError(f"{ARCHIVE_NAME} from {url} failed its md5 check ({err}); try again") from err
-    except Exception as err:  # offline, refused, an error page
-        raise FileNotFoundError(f"could not download {url} ({type(err).__name__}: {err})") from err
+    nltk_url()
+    nltk_md5s(NLTK_ZIPS)
+    download_limits()
+    folder = ensure_folder(dest, f"--dest {str(dest)!r}")
+    try:  # an md5 mismatch (RuntimeError) is raised as it is: the bad download has been discarded
+        fetch_checked(url, folder / ARCHIVE_NAME, md5, progress=progress, setting="ATTNCONV_CIFAR10_URL")
+    except FileNotFoundError as err:  # offline, refused, an error page, stalled, too slow
+        raise FileNotFoundError(f"{err}; put {ARCHIVE_NAME} in {folder} by hand") from err
     download_corpora(dest=folder / "nltk" / "corpora", progress=progress)
     return folder
 
@@ -94,7 +98,15 @@ def main(argv: list[str] | None = None) -> int:
     elif args.fingerprint:
         print(data_fingerprint())
     else:
-        print(fetch_all(args.dest, progress=True))
+        try:
+            print(fetch_all(args.dest, progress=True))
+        except (ValueError, RuntimeError, OSError) as err:  # a setting, a bad --dest, offline, an md5 mismatch
+            print(f"{parser.prog}: {' '.join(str(err).split()) or type(err).__name__}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print(f"{parser.prog}: interrupted; the files already fetched are kept, run it again for the rest",
+                  file=sys.stderr)
+            return 130
     return 0
 
 

@@ -7,20 +7,21 @@ NLTK's package index. :func:`download_corpora` puts them in ``<cache>/nltk/corpo
     python -m attnconv.data.nltk_zips            # all of them, into the cache folder
     python -m attnconv.data.nltk_zips --dest DIR brown rte
 
-A zip lands in the folder only after its hash has been checked (pooch writes to a temporary file first), so an
-interrupted or corrupted download leaves nothing behind.
+A zip lands in the folder only after its hash has been checked (it is written to a temporary file first), so an
+interrupted or corrupted download leaves nothing behind; a stalled or very slow server is given up on
+(:mod:`attnconv.data.download` says when). A command-line mistake or a failed download ends the command in one
+line with exit code 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
-import pooch
-
-from .download import NLTK_OFFICIAL_URL, nltk_md5s, nltk_url
-from .paths import default_cache_dir
+from .download import NLTK_OFFICIAL_URL, check_nltk_template, download_limits, fetch_checked, nltk_md5s, nltk_url
+from .paths import default_cache_dir, ensure_cache_folder
 
 __all__ = ["NLTK_URL", "NLTK_ZIPS", "cached_corpora_dir", "download_corpora"]
 
@@ -61,28 +62,27 @@ def download_corpora(names: tuple[str, ...] | list[str] | None = None, dest: str
 
     Raises:
         ValueError: an unknown name.
+        ValueError: a setting or ``url`` of the wrong form (a template without ``{name}``, a bad md5).
         RuntimeError: a download failed its md5 check (the file is discarded).
-        FileNotFoundError: a download failed (offline, refused); the message says how to get the zips by hand.
+        FileNotFoundError: a download failed (offline, refused, stalled, too slow); the message says how to get
+            the zips by hand.
+        NotADirectoryError: the folder (or ``ATTNCONV_CACHE``) is a file.
     """
     names = tuple(NLTK_ZIPS) if names is None else tuple(names)
     unknown = [n for n in names if n not in NLTK_ZIPS]
     if unknown:
         raise ValueError(f"names must be among {tuple(NLTK_ZIPS)}, got {unknown}")
-    folder = Path(dest).expanduser() if dest is not None else cached_corpora_dir()
-    url = nltk_url() if url is None else url
+    url = nltk_url() if url is None else check_nltk_template(url, "url")
     sums = nltk_md5s(NLTK_ZIPS)
-    folder.mkdir(parents=True, exist_ok=True)
+    download_limits()  # every setting is checked before the first zip is fetched
+    folder = ensure_cache_folder(cached_corpora_dir() if dest is None else dest)
     for name in names:
         address = url.format(name=name)
-        try:
-            pooch.retrieve(address, known_hash=f"md5:{sums[name]}", fname=f"{name}.zip", path=folder,
-                           progressbar=progress)
-        except ValueError as err:  # pooch's hash mismatch; the bad file has been removed
-            raise RuntimeError(f"{name}.zip from {address} failed its md5 check ({err}); try again") from err
-        except Exception as err:  # offline, refused, an error page
-            raise FileNotFoundError(
-                f"could not download {name}.zip from {address} ({type(err).__name__}: {err}); put the NLTK zips "
-                f"in {folder} by hand (python -m nltk.downloader -d DIR {name}) or set ATTNCONV_DATA") from err
+        try:  # an md5 mismatch (RuntimeError) is raised as it is: the bad download has been discarded
+            fetch_checked(address, folder / f"{name}.zip", sums[name], progress=progress)
+        except FileNotFoundError as err:  # offline, refused, an error page, stalled, too slow
+            raise FileNotFoundError(f"{err}; put the NLTK zips in {folder} by hand "
+                                    f"(python -m nltk.downloader -d DIR {name}) or set ATTNCONV_DATA") from err
     return folder
 
 
@@ -91,8 +91,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", help=f"zips to fetch (default: all of {', '.join(NLTK_ZIPS)})")
     parser.add_argument("--dest", default=None, help=f"folder (default: {cached_corpora_dir()})")
     args = parser.parse_args(argv)
-    print(download_corpora(args.names or None, args.dest, progress=True))
+    try:
+        print(download_corpora(args.names or None, args.dest, progress=True))
+    except (ValueError, RuntimeError, OSError) as err:  # a setting, an md5 mismatch, offline, a bad --dest
+        print(f"{parser.prog}: {_one_line(err)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{parser.prog}: interrupted; the zips already fetched are kept, run it again for the rest",
+              file=sys.stderr)
+        return 130
     return 0
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
 
 
 if __name__ == "__main__":

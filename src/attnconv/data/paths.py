@@ -52,3 +52,39 @@ def default_cache_dir() -> Path:
     """Where downloads and decoded arrays are kept: ``$ATTNCONV_CACHE``, else the user cache folder."""
     value = os.environ.get(CACHE_ENV_VAR, "").strip()
     return Path(value).expanduser() if value else Path(pooch.os_cache("attnconv"))
+
+
+def ensure_folder(path: str | os.PathLike, named: str | None = None) -> Path:
+    """Create the folder ``path`` (and its parents) unless it exists; returns it.
+
+    ``named`` says where the path came from (``"ATTNCONV_CACHE='/x'"``, ``"--dest '/x'"``), for the message.
+
+    Raises:
+        NotADirectoryError: ``path`` or one of its parents is a file.
+        PermissionError, OSError: the folder cannot be created; the message names it.
+    """
+    path = Path(path).expanduser()
+    what = named or f"the folder {str(path)!r}"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as err:
+        blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), path)
+        raise NotADirectoryError(f"{what} must be a folder, but {blocker} is a file; point it at a folder"
+                                 + (" (or unset it)" if named and not named.startswith("-") else "")) from err
+    except PermissionError as err:
+        raise PermissionError(f"cannot create {what}: permission denied ({err.filename or path})") from err
+    except OSError as err:
+        raise OSError(f"cannot create {what}: {err.strerror or err}") from err
+    return path
+
+
+def ensure_cache_folder(path: str | os.PathLike | None = None) -> Path:
+    """Create ``path`` (default: :func:`default_cache_dir`) like :func:`ensure_folder`; a failure inside the cache
+    folder names ``ATTNCONV_CACHE`` when that variable chose it (``ATTNCONV_CACHE`` naming a file, say)."""
+    cache = default_cache_dir()
+    path = cache if path is None else Path(path).expanduser()
+    value = os.environ.get(CACHE_ENV_VAR, "").strip()
+    named = None
+    if value and (path == cache or cache in path.parents):
+        named = f"{CACHE_ENV_VAR}={value!r}"
+    return ensure_folder(path, named)
