@@ -3,17 +3,20 @@ reader can draw a kernel by mouse and by touch."""
 
 from __future__ import annotations
 
+import json
+import re
+
 import numpy as np
 import pytest
 
 from attnconv.explorables import standalone_page
-from attnconv.explorables.bias_kernel import bias_explorable, reference
+from attnconv.explorables.bias_kernel import MAX_TOKENS, bias_explorable, reference
 
 from .conftest import check_layout, open_page, touch_drag, worst_relative_error
 
 ID = "ch05-bias"
 TOL = 1.2e-7  # float32 rounding (its machine epsilon), relative to the larger of 1 and the output
-KEYS = ("kernel", "attention", "zero_band", "renormalized", "zero_padded")
+KEYS = ("kernel", "attention", "zero_band", "attention_taps", "zero_taps", "renormalized", "zero_padded")
 
 
 @pytest.fixture(scope="module")
@@ -73,5 +76,79 @@ def test_reader_draws_a_kernel(browser, html, tmp_path, width, touch):
         assert kept < 60 and "renormalises to 100%" in mass  # δ = -3 reads before the first word: mass lost
         check_layout(loaded, root, width)
         assert not loaded.requests
+    finally:
+        loaded.context.close()
+
+
+TIMED_JS = """([id, x]) => {
+  const t0 = performance.now(), out = window.attnconvExplorables[id].compute(x);
+  return {ms: performance.now() - t0, out: out};
+}"""
+
+
+def test_long_sequences_cost_linear_time_and_too_many_tokens_get_a_message(browser, html, tmp_path):
+    """3,000 and 10,000 tokens compute in well under a second (banded, never N x N) and equal the library; more
+    than MAX_TOKENS are refused with a message."""
+    loaded = open_page(browser, html, tmp_path, 1400)
+    try:
+        rng = np.random.default_rng(9)
+        for n in (3000, 10000):
+            x = {"bias": rng.normal(0, 2, 9).tolist(), "features": rng.normal(0, 1, (n, 2)).tolist()}
+            got = loaded.page.evaluate(TIMED_JS, [ID, x])
+            print(f"{ID}: {n} tokens in {got['ms']:.0f} ms")
+            assert got["ms"] < 1000, got["ms"]
+            out = got["out"]
+            assert "attention" not in out and np.asarray(out["attention_taps"]).shape == (n, 9)
+            worst_relative_error(out, reference(x), ("kernel", "renormalized", "zero_padded"), TOL)
+            rows = np.asarray(out["attention_taps"]).sum(axis=1)  # attention rows sum to 1, however long
+            assert np.abs(rows - 1).max() < 1e-12
+        x = {"bias": [0.0, 1.0, 0.0], "features": [[1.0]] * (MAX_TOKENS + 1)}
+        with pytest.raises(Exception, match=f"at most {MAX_TOKENS} tokens"):
+            loaded.compute(ID, x)
+    finally:
+        loaded.context.close()
+
+
+@pytest.mark.parametrize("bias, features, message", [
+    ([0.0, float("nan"), 0.0], None, "bias must hold finite numbers"),
+    ([0.0, 1e400, 0.0], None, "bias must hold finite numbers"),
+    ([0.0, 1.0], None, "2k \\+ 1 numbers"),
+    (None, [[1.0, 2.0], [1.0]], "every token must have 2 features"),
+    (None, [[1.0, 2.0], [1e400, 0.0]], "features must be finite"),
+    (None, [], "at least one token"),
+])
+def test_compute_refuses_odd_input_with_a_message(browser, html, tmp_path, bias, features, message):
+    loaded = open_page(browser, html, tmp_path, 1400)
+    try:
+        start = loaded.defaults(ID)
+        x = {"bias": start["bias"] if bias is None else bias, "features": start["features"] if features is None else features}
+        # JSON has no NaN or infinity: the page reads them from text
+        got = loaded.page.evaluate("""([id, text]) => {
+            const odd = (k, v) => v === 'NaN' ? NaN : v === 'Inf' ? Infinity : v;
+            try { window.attnconvExplorables[id].compute(JSON.parse(text, odd)); return 'no message'; }
+            catch (e) { return e.message; } }""",
+            [ID, json.dumps(x).replace("NaN", '"NaN"').replace("Infinity", '"Inf"')])
+        assert re.search(message, got), got
+    finally:
+        loaded.context.close()
+
+
+def test_a_typed_bias_out_of_range_is_refused_next_to_it(browser, html, tmp_path):
+    loaded = open_page(browser, html, tmp_path, 400, True)
+    page, root = loaded.page, f"#attnconv-x-{ID}"
+    try:
+        cell, msg = page.locator(f"{root} .ax-bin").nth(1), page.locator(f"{root} .ax-bias-msg")
+        cell.fill("2.5")
+        assert page.locator(f"{root} .ax-bval").nth(1).inner_text() == "2.5" and not msg.is_visible()
+        kept = page.locator(f"{root} .ax-mass").inner_text()
+        for bad in ("NaN", "-7", "1e200", "", "abc"):
+            cell.fill(bad)
+            assert msg.is_visible() and "from −4 to 4" in msg.inner_text(), bad
+            assert "ax-bad" in cell.get_attribute("class")
+            assert page.locator(f"{root} .ax-bval").nth(1).inner_text() == "2.5"  # the last good state stays
+            assert page.locator(f"{root} .ax-mass").inner_text() == kept
+        cell.fill("-1")
+        assert not msg.is_visible() and page.locator(f"{root} .ax-bval").nth(1).inner_text() == "−1.0"
+        check_layout(loaded, root, 400)
     finally:
         loaded.context.close()

@@ -225,6 +225,6 @@ def test_a_long_stroke_runs_the_network_once_per_frame_and_a_click_still_answers
         assert page.evaluate("() => window.busySeen"), "no 'computing…' while the network ran"
         shown = page.locator(f"{root} .ax-pred").inner_text().split(": ")[1].split(" (")[0]
         thumb = {"image": embedded_images()[3]["pixels"].tolist(), "query": [8, 8]}
-        assert shown == CIFAR10_CLASSES[reference(thumb, weights)["predicted"]]  # the last image's class, not a stale one
+        assert shown == CIFAR10_CLASSES[reference(thumb, weights)["predicted"]]  # the last image's, not a stale one
     finally:
         loaded.context.close()

@@ -8,11 +8,18 @@ sequence of ones, where the two differ only at the ends, and the words' lengths.
 
 ``compute(inputs)`` in the page:
 
-- inputs: ``bias`` ``(2k+1,)`` the biases b_δ for δ = -k..k (key minus query); ``features`` ``(N, C)`` one row per
-  token (the page's: C = 2, ones and the words' lengths over the longest).
-- outputs: ``kernel`` ``(2k+1,)`` β = softmax(b); ``attention`` ``(N, N)`` the attention matrix (query rows, key
-  columns); ``zero_band`` ``(N, N)`` the zero-padded convolution's matrix (rows near the ends sum to less than 1);
-  ``renormalized`` and ``zero_padded`` ``(N, C)``, the two convolutions of ``features``.
+- inputs: ``bias`` ``(2k+1,)`` the biases b_δ for δ = -k..k (key minus query), k from 1 to 4; ``features``
+  ``(N, C)`` one row per token (the page's: C = 2, ones and the words' lengths over the longest), N at most
+  ``MAX_TOKENS``.
+- outputs: ``kernel`` ``(2k+1,)`` β = softmax(b); ``attention_taps`` and ``zero_taps`` ``(N, 2k+1)``, the two
+  bands stored by taps (row i, tap t: the weight of key i + t - k, 0 outside the sentence): the attention
+  matrix's and the zero-padded convolution's (rows near the ends sum to less than 1); ``renormalized`` and
+  ``zero_padded`` ``(N, C)``, the two convolutions of ``features``; and, for N up to ``DENSE_LIMIT``, the same
+  bands as ``(N, N)`` matrices (query rows, key columns), ``attention`` and ``zero_band``.
+
+Every output costs O(N k C), so 10,000 tokens take milliseconds. Odd input (a bias that is not finite, an even
+number of biases, ragged or non-finite features, more than ``MAX_TOKENS`` tokens) is refused with a message (a
+``RangeError``); each typed bias in the page refuses a value outside [-4, 4] with a message next to it.
 
 :func:`reference` computes the same outputs with the library.
 """
@@ -28,7 +35,10 @@ from ..lightconv import LightweightConv1d
 from ..positional.sequence import RelativePositionBias
 from . import Explorable
 
-__all__ = ["bias_explorable", "reference", "sentence_features"]
+__all__ = ["DENSE_LIMIT", "MAX_TOKENS", "bias_explorable", "reference", "sentence_features"]
+
+MAX_TOKENS = 100_000  # the most tokens the page's compute takes
+DENSE_LIMIT = 512  # up to this many tokens it also returns the (N, N) matrices
 
 
 def sentence_features(max_words: int = 20) -> tuple[list[str], np.ndarray, bool]:
@@ -56,7 +66,8 @@ def bias_explorable(bias: Sequence[float] = (-1.0, 1.0, 2.0, 1.0, -1.0), max_wor
 
 
 def reference(inputs: dict[str, Any]) -> dict[str, Any]:
-    """The outputs of the page's ``compute`` for the same ``inputs``, with ``attnconv`` in float64."""
+    """The outputs of the page's ``compute`` for the same ``inputs``, with ``attnconv`` in float64 (above
+    ``DENSE_LIMIT`` tokens only the kernel and the two convolutions, which the library computes in O(N k C))."""
     bias = torch.tensor(inputs["bias"], dtype=torch.float64)
     x = torch.tensor(np.asarray(inputs["features"], dtype=np.float64))[None]  # (1, N, C)
     k, n, c = (len(bias) - 1) // 2, x.shape[1], x.shape[2]
@@ -64,11 +75,18 @@ def reference(inputs: dict[str, Any]) -> dict[str, Any]:
     zeros = LightweightConv1d(c, 1, 2 * k + 1, boundary="zeros").double()
     renorm = LightweightConv1d(c, 1, 2 * k + 1, boundary="renormalize").double()
     with torch.no_grad():
-        for module in (positional, zeros, renorm):
+        for module in (zeros, renorm):
             module.weight.copy_(bias[None])
+        out = {"kernel": zeros.kernel[0].numpy(), "renormalized": renorm(x)[0].numpy(),
+               "zero_padded": zeros(x)[0].numpy()}
+        if n > DENSE_LIMIT:
+            return out
+        positional.weight.copy_(bias[None])
         attention = torch.softmax(positional((n,), None, None), dim=-1)[0]  # (N, N)
         band = LightweightConv1d(n, 1, 2 * k + 1, boundary="zeros").double()  # on the identity: its matrix
         band.weight.copy_(bias[None])
         zero_band = band(torch.eye(n, dtype=torch.float64)[None])[0]  # (N, N): row i, column j = β_{j-i}
-        return {"kernel": zeros.kernel[0].numpy(), "attention": attention.numpy(), "zero_band": zero_band.numpy(),
-                "renormalized": renorm(x)[0].numpy(), "zero_padded": zeros(x)[0].numpy()}
+    taps = lambda m: np.stack([np.array([m[i, i + t - k] if 0 <= i + t - k < n else 0.0  # noqa: E731
+                                         for t in range(2 * k + 1)]) for i in range(n)])
+    return {**out, "attention": attention.numpy(), "zero_band": zero_band.numpy(),
+            "attention_taps": taps(attention.numpy()), "zero_taps": taps(zero_band.numpy())}

@@ -10,15 +10,39 @@
   function nest(a, rows, cols) { var out = []; for (var r = 0; r < rows; r++) out.push(N.toArray(a.subarray(r * cols, (r + 1) * cols))); return out; }
 
   function defaults() { return {bias: spec.bias.slice(), features: spec.features.map(function (r) { return r.slice(); })}; }
-  // inputs: bias b (2k + 1), offsets δ = -k..k; features (N, C). Outputs: kernel softmax(b) (2k + 1);
-  // attention (N, N), softmax over keys j of b_{j-i} (-inf beyond |j - i| > k): the renormalised band;
-  // zero_band (N, N), the zero-padded convolution's band; renormalized, zero_padded (N, C), the two outputs.
+  // inputs: bias b (2k + 1, k = 1..4), offsets δ = -k..k; features (N, C), N at most MAX_TOKENS. Outputs: kernel
+  // softmax(b) (2k + 1); attention_taps and zero_taps (N, 2k + 1), row i tap t the weight of key i + t - k: the
+  // renormalised band (softmax over keys j of b_{j-i}, -inf beyond |j - i| > k) and the zero-padded convolution's;
+  // renormalized, zero_padded (N, C), the two outputs; and, for N up to DENSE_LIMIT, the same bands as (N, N)
+  // matrices, attention and zero_band. Every step costs O(N k C): 10,000 tokens take milliseconds.
+  var MAX_TOKENS = 100000, DENSE_LIMIT = 512;
+  function check(inputs) {  // odd input is refused with a message (a RangeError), never computed into NaN
+    var b = inputs.bias, f = inputs.features;
+    if (!b || typeof b.length !== "number" || b.length % 2 === 0 || b.length < 3 || b.length > 9)
+      N.refuse("bias must hold 2k + 1 numbers with k from 1 to 4, got " + (b && b.length) + " numbers");
+    N.allFinite("bias", b);
+    if (!f || !f.length || !f[0] || !f[0].length) N.refuse("features must hold at least one token with at least one channel");
+    if (f.length > MAX_TOKENS) N.refuse("at most " + MAX_TOKENS + " tokens, got " + f.length);
+    var ch = f[0].length;
+    for (var i = 0; i < f.length; i++) {
+      if (!f[i] || f[i].length !== ch) N.refuse("every token must have " + ch + " features; token " + i + " has " + (f[i] && f[i].length));
+      for (var c = 0; c < ch; c++) if (typeof f[i][c] !== "number" || !isFinite(f[i][c])) N.refuse("features must be finite numbers, found " + f[i][c] + " at token " + i);
+    }
+  }
+  function dense(taps, n, w) {
+    var out = new Float64Array(n * n), k = (w - 1) / 2;
+    for (var i = 0; i < n; i++) for (var t = 0; t < w; t++) { var j = i + t - k; if (j >= 0 && j < n) out[i * n + j] = taps[i * w + t]; }
+    return nest(out, n, n);
+  }
   function compute(inputs) {
-    var b = inputs.bias, x = flat(inputs.features), rows = inputs.features.length, ch = inputs.features[0].length;
-    var att = N.band(b, rows, "renormalize"), zb = N.band(b, rows, "zeros");
-    return {kernel: N.toArray(N.softmax(b)), attention: nest(att, rows, rows), zero_band: nest(zb, rows, rows),
-            renormalized: nest(N.matmul(att, rows, rows, x, ch), rows, ch),
-            zero_padded: nest(N.matmul(zb, rows, rows, x, ch), rows, ch)};
+    check(inputs);
+    var b = inputs.bias, w = b.length, x = flat(inputs.features), rows = inputs.features.length, ch = inputs.features[0].length;
+    var att = N.bandTaps(b, rows, "renormalize"), zb = N.bandTaps(b, rows, "zeros");
+    var out = {kernel: N.toArray(N.softmax(b)), attention_taps: nest(att, rows, w), zero_taps: nest(zb, rows, w),
+               renormalized: nest(N.bandApply(att, rows, w, x, ch), rows, ch),
+               zero_padded: nest(N.bandApply(zb, rows, w, x, ch), rows, ch)};
+    if (rows <= DENSE_LIMIT) { out.attention = dense(att, rows, w); out.zero_band = dense(zb, rows, w); }
+    return out;
   }
   window.attnconvExplorables[root.dataset.explorable] = {defaults: defaults, compute: compute};
 
@@ -32,8 +56,8 @@
   };
   body.innerHTML =
     '<div class="ax-controls">' + ks + '<button type="button" class="ax-flat">flat kernel</button></div>' +
-    '<div class="ax-row"><div><div class="ax-caption" style="max-width: none">drag the bars: biases b(δ) from −4 to 4; under each bar its offset δ = key − query, b(δ) and the kernel β(δ) = softmax(b)(δ)</div>' +
-    '<div class="ax-bars"></div></div>' +
+    '<div class="ax-row"><div><div class="ax-caption" style="max-width: none">drag the bars or type the biases b(δ), from −4 to 4; under each bar its offset δ = key − query, b(δ) and the kernel β(δ) = softmax(b)(δ)</div>' +
+    '<div class="ax-bars"></div><div class="ax-msg ax-warn ax-bias-msg" role="alert" hidden></div></div>' +
     '<div class="ax-number ax-mass"></div></div>' +
     '<div class="ax-row"><div class="ax-panel" style="text-align: left"><div class="ax-caption" style="max-width: none">attention softmax_j b(j − i): query i (rows), key j (columns)</div>' +
     '<div style="display: flex"><div class="ax-tokens" style="text-align: right; padding-right: 4px; white-space: nowrap">' + labels + "</div>" +
@@ -50,9 +74,18 @@
       html += '<div class="ax-panel" style="width: 38px; white-space: nowrap"><div class="ax-bar-box" style="position: relative; width: 30px; height: ' + BAR_H +
         'px; background: #f3f3f3; margin: auto"><div class="ax-bar" style="position: absolute; left: 3px; width: 24px; background: #1f5fa8"></div>' +
         '<div style="position: absolute; left: 0; right: 0; top: ' + BAR_H / 2 + 'px; border-top: 1px solid #999"></div></div>' +
-        '<div class="ax-caption">' + sub + '</div><div class="ax-caption ax-bval"></div><div class="ax-caption ax-kval"></div></div>';
+        '<div class="ax-caption">' + sub + '</div><div class="ax-caption ax-bval"></div><div class="ax-caption ax-kval"></div>' +
+        '<input class="ax-bin ax-typed" inputmode="decimal" aria-label="b(' + sub + ')" style="width: 36px; padding: 1px; font-size: 12px"></div>';
     });
     q(".ax-bars").innerHTML = html;
+    qa(".ax-bin").forEach(function (el, t) {
+      el.value = state.bias[t];
+      N.guard(el, q(".ax-bias-msg"), function (text) {
+        var v = N.number(text);
+        if (!isFinite(v) || v < -LIMIT || v > LIMIT) return "b(" + String(t - k).replace("-", "−") + ") must be a number from −" + LIMIT + " to " + LIMIT + "; it stays " + state.bias[t];
+        state.bias = state.bias.slice(); state.bias[t] = v; draw();
+      });
+    });
   }
   function line(ctx, values, color, w) {
     ctx.strokeStyle = color; ctx.lineWidth = w; ctx.beginPath();
@@ -74,6 +107,9 @@
       el.style.top = Math.min(y, BAR_H / 2) + "px"; el.style.height = Math.max(1, Math.abs(BAR_H / 2 - y)) + "px";
     });
     qa(".ax-bval").forEach(function (el, t) { el.textContent = state.bias[t].toFixed(1).replace("-", "−"); });
+    var typing = qa(".ax-bin").indexOf(document.activeElement) >= 0;
+    qa(".ax-bin").forEach(function (el, t) { if (document.activeElement !== el) { el.value = state.bias[t]; el.classList.remove("ax-bad"); el.removeAttribute("aria-invalid"); } });
+    if (!typing) q(".ax-bias-msg").hidden = true;
     qa(".ax-kval").forEach(function (el, t) { el.textContent = out.kernel[t].toFixed(2); });
     var m = flat(out.attention), cv = q("canvas.ax-matrix");
     N.paint(cv, m, n, n, function (v) { return v === 0 ? [255, 255, 255] : N.ramp(v); });

@@ -7,6 +7,7 @@
 //   conv2dZeros        a K x K cross-correlation with zero padding (K - 1) / 2, as nn.Conv2d(padding=(K-1)//2)
 //   convAsAttention    conv_to_mhsa: K² quadratic heads on a zero-padded canvas, one head per tap
 //   lightconv          LightweightConv1d with boundary "zeros" or "renormalize"
+//   bandTaps/bandApply the same band stored as (N, 2k+1) taps, in time linear in N
 //   visionForward      SelfAttentionNet with quadratic attention (attnconv.models.vision)
 // Loaded once per page, whatever the number of explorables on it.
 (function () {
@@ -108,6 +109,29 @@
       }
       var kern = boundary === "zeros" ? full : softmax(logits);
       for (t = 0; t < bias.length; t++) { j = i + t - k; if (j >= 0 && j < n) out[i * n + j] = kern[t]; }
+    }
+    return out;
+  }
+
+  // The same band, stored by taps: row i, tap t is the weight of key i + t - k (0 where that key is outside the
+  // sentence), (n, 2k + 1) numbers: the cost grows with n, not n².
+  function bandTaps(bias, n, boundary) {
+    var w = bias.length, k = (w - 1) / 2, out = new Float64Array(n * w), full = softmax(bias), logits = new Float64Array(w);
+    for (var i = 0; i < n; i++) {
+      var inside = i >= k && i + k < n, kern = full, t;
+      if (!inside && boundary !== "zeros") {
+        for (t = 0; t < w; t++) { var j = i + t - k; logits[t] = j >= 0 && j < n ? bias[t] : -Infinity; }
+        kern = softmax(logits);
+      }
+      for (t = 0; t < w; t++) { j = i + t - k; if (j >= 0 && j < n) out[i * w + t] = kern[t]; }
+    }
+    return out;
+  }
+  function bandApply(taps, n, w, x, ch) {  // the banded (n, n) matrix of taps times x (n, ch)
+    var k = (w - 1) / 2, out = new Float64Array(n * ch);
+    for (var i = 0; i < n; i++) for (var t = 0; t < w; t++) {
+      var j = i + t - k, v = taps[i * w + t]; if (v === 0 || j < 0 || j >= n) continue;
+      for (var c = 0; c < ch; c++) out[i * ch + c] += v * x[j * ch + c];
     }
     return out;
   }
@@ -250,11 +274,12 @@
   // Mouse and touch alike: fn(ev) on press and on every move while pressed; a touch drag does not scroll the page.
   function onDrag(el, fn) {
     var down = false;
-    el.addEventListener("mousedown", function (ev) { down = true; fn(ev); ev.preventDefault(); });
+    var typed = function (ev) { return ev.target && /^(INPUT|SELECT|BUTTON)$/.test(ev.target.tagName); };  // a control inside
+    el.addEventListener("mousedown", function (ev) { if (typed(ev)) return; down = true; fn(ev); ev.preventDefault(); });
     window.addEventListener("mousemove", function (ev) { if (down) fn(ev); });
     window.addEventListener("mouseup", function () { down = false; });
-    el.addEventListener("touchstart", function (ev) { fn(ev); ev.preventDefault(); }, {passive: false});
-    el.addEventListener("touchmove", function (ev) { fn(ev); ev.preventDefault(); }, {passive: false});
+    el.addEventListener("touchstart", function (ev) { if (typed(ev)) return; fn(ev); ev.preventDefault(); }, {passive: false});
+    el.addEventListener("touchmove", function (ev) { if (typed(ev)) return; fn(ev); ev.preventDefault(); }, {passive: false});
   }
 
   function toArray(a) { return Array.prototype.slice.call(a); }
@@ -343,7 +368,7 @@
   window.attnconvNumerics = {
     softmax: softmax, quadraticLogit: quadraticLogit, axisProbs: axisProbs, headProbs: headProbs, queryMap: queryMap,
     attendGrid: attendGrid, conv2dZeros: conv2dZeros, tapShifts: tapShifts, convAsAttention: convAsAttention,
-    band: band, matmul: matmul, lightconv: lightconv, linear: linear, layerNorm: layerNorm, erf: erf, gelu: gelu,
+    band: band, bandTaps: bandTaps, bandApply: bandApply, matmul: matmul, lightconv: lightconv, linear: linear, layerNorm: layerNorm, erf: erf, gelu: gelu,
     visionForward: visionForward, bytes: bytes, paint: paint, ramp: ramp, diverging: diverging, cellAt: cellAt,
     fractionAt: fractionAt, onDrag: onDrag, toArray: toArray, refuse: refuse, finiteIn: finiteIn, positive: positive,
     allFinite: allFinite, cell: cell, number: number, guard: guard, scheduler: scheduler
