@@ -228,7 +228,7 @@ def _reason(err: BaseException, timeout: float) -> str:
     cause = err.reason if isinstance(err, urllib.error.URLError) else err
     if isinstance(cause, TimeoutError):
         return f"no answer within {timeout:g} s; set {TIMEOUT_ENV_VAR} to wait longer"
-    return f"{type(cause).__name__}: {cause}"
+    return str(cause) if isinstance(cause, str) else f"{type(cause).__name__}: {cause}"
 
 
 def _opener() -> urllib.request.OpenerDirector:
