@@ -55,7 +55,8 @@ def test_official_archive_is_read_exactly_and_cached(tmp_path, arrays, monkeypat
     md5 = write_official_archive(tmp_path / "cifar-10-python.tar.gz", arrays)
     data = load_cifar10(tmp_path / "cifar-10-python.tar.gz", md5=md5, expected_sizes=ANY)
     _assert_equal(data, arrays)  # the channel-major pickle rows come back as (H, W, C) pixels
-    assert data.origin == "official" and data.description == "official CIFAR-10"
+    # the official format, checked against this archive's own md5, not the official one: named as a mirror's
+    assert data.origin == "mirror" and data.description.startswith("CIFAR-10-format archive from a mirror")
     assert any(name.endswith("train_images.npy") for name in _cache_files(tmp_path))
 
     monkeypatch.setattr(cifar10, "_decode", lambda *a: pytest.fail("a cached copy must not be decoded again"))
@@ -63,7 +64,7 @@ def test_official_archive_is_read_exactly_and_cached(tmp_path, arrays, monkeypat
     again = load_cifar10(tmp_path / "cifar-10-python.tar.gz", md5=md5, expected_sizes=ANY)
     assert time.perf_counter() - start < 1.0
     _assert_equal(again, arrays)
-    assert again.origin == "official" and again.source == data.source
+    assert again.origin == "mirror" and again.source == data.source
 
 
 def test_extracted_folder_matches_the_archive(tmp_path, arrays):
@@ -134,12 +135,12 @@ def test_attnconv_data_zips_come_first(tmp_path, arrays, monkeypatch):
     with pytest.raises(FileNotFoundError, match="test.zip is missing"):
         load_cifar10(md5=md5, expected_sizes=ANY)
     (root / "cifar10-jpeg" / "train.zip").unlink()
-    assert load_cifar10(md5=md5, expected_sizes=ANY).origin == "official"  # step 2: the local archive
+    assert load_cifar10(md5=md5, expected_sizes=ANY).origin == "mirror"  # step 2: the local archive (a test's)
 
 
 def test_archive_in_the_cache_folder_is_found(tmp_path, arrays):
     md5 = write_official_archive(tmp_path / "cache" / "cifar-10-python.tar.gz", arrays)
-    assert load_cifar10(md5=md5, expected_sizes=ANY).origin == "official"
+    assert load_cifar10(md5=md5, expected_sizes=ANY).origin == "mirror"  # not the official md5
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -198,3 +199,11 @@ def test_bad_layouts_and_arguments(tmp_path, arrays):
         load_cifar10(tmp_path / "nowhere")
     with pytest.raises(ValueError, match="expected_sizes must have keys"):
         load_cifar10(tmp_path / "empty", expected_sizes={"train": 1})
+
+
+def test_the_official_name_comes_from_the_official_md5(tmp_path, arrays, monkeypatch):
+    """An archive is called official CIFAR-10 when its md5 is the official archive's, whatever its format."""
+    md5 = write_official_archive(tmp_path / "cifar-10-python.tar.gz", arrays)
+    monkeypatch.setattr(cifar10, "CIFAR10_MD5", md5)  # as if this archive were the official one
+    data = load_cifar10(tmp_path / "cifar-10-python.tar.gz", md5=md5, expected_sizes=ANY, cache_dir=tmp_path / "c")
+    assert data.origin == "official" and data.description == "official CIFAR-10"
