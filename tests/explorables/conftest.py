@@ -90,3 +90,40 @@ def touch_drag(page, points: list[tuple[float, float]]) -> None:
         cdp.send("Input.dispatchTouchEvent", {"type": kind, "touchPoints": [{"x": x, "y": y}]})
     cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
     cdp.detach()
+
+
+REFUSAL_JS = """([id, change]) => {
+  const x = window.attnconvExplorables[id].defaults();
+  (new Function('x', change))(x);
+  try { window.attnconvExplorables[id].compute(x); return 'no message'; }
+  catch (e) { return e instanceof RangeError ? e.message : 'not a RangeError: ' + e; }
+}"""
+
+
+def refusal(loaded: Loaded, ident: str, change: str) -> str:
+    """The message ``compute`` answers for the defaults changed by the JavaScript statements ``change`` (on ``x``),
+    or "no message" when it computes them."""
+    return loaded.page.evaluate(REFUSAL_JS, [ident, change])
+
+
+def check_typed_refusals(loaded: Loaded, field: str, message: str, good: str, bad, watch: str, expect: str,
+                         settle=lambda: None) -> None:
+    """Typing each of ``bad`` into ``field`` shows ``message`` (a selector) next to it, saying ``expect``, marks the
+    field, and leaves ``watch`` (a selector of what the explorable shows) as ``good`` left it; ``good`` again
+    hides the message."""
+    page = loaded.page
+    box, msg = page.locator(field), page.locator(message)
+    box.fill(good)
+    settle()
+    assert not msg.is_visible(), msg.inner_text()
+    kept = page.locator(watch).inner_text()
+    for value in bad:
+        box.fill(value)
+        settle()
+        assert msg.is_visible() and expect in msg.inner_text(), (value, msg.inner_text())
+        assert "ax-bad" in (box.get_attribute("class") or "") and box.get_attribute("aria-invalid") == "true", value
+        assert page.locator(watch).inner_text() == kept, value  # the last good state stays
+    box.fill(good)
+    settle()
+    assert not msg.is_visible() and page.locator(watch).inner_text() == kept
+    assert not loaded.errors, loaded.errors

@@ -9,7 +9,8 @@ import pytest
 from attnconv.explorables import standalone_page
 from attnconv.explorables.attention_map import attention_explorable, reference
 
-from .conftest import check_layout, open_page, touch_drag, worst_relative_error
+from .conftest import (check_layout, check_typed_refusals, open_page, refusal, touch_drag,
+                       worst_relative_error)
 
 ID = "ch02-attention"
 TOL = 1.2e-7  # float32 rounding (its machine epsilon), relative to the larger of 1 and the output
@@ -73,5 +74,46 @@ def test_reader_drives_it(browser, html, tmp_path, width, touch):
         assert sharp != before and peak(sharp) > peak(before)
         check_layout(loaded, root, width)
         assert not loaded.requests
+    finally:
+        loaded.context.close()
+
+
+COPY = "x.image = JSON.parse(JSON.stringify(x.image)); "  # the page's own image stays as it is
+
+
+@pytest.mark.parametrize("change, expect", [
+    ("x.temperature = 0", "temperature must be a finite number above 0"),
+    ("x.temperature = NaN", "temperature must be a finite number above 0"),
+    ("x.temperature = -1", "temperature must be a finite number above 0"),
+    ("x.temperature = Infinity", "temperature must be a finite number above 0"),
+    ("x.temperature = 1e-320", "too small for these inputs"),
+    ("x.query = [16, 0]", "query must be [row, col]"),
+    ("x.query = [-1, 3]", "query must be [row, col]"),
+    ("x.query = [2.5, 1]", "query must be [row, col]"),
+    (COPY + "x.image[0][0][0] = 1e200", "image must hold finite numbers from 0 to 1"),
+    (COPY + "x.image[3][1][2] = NaN", "image must hold finite numbers"),
+    ("x.head = 7", "head must be a whole number"),
+    ("x.wq = x.wq.map(r => r.map(v => v * 1e400))", "wq must hold finite numbers"),
+])
+def test_compute_refuses_odd_input_with_a_message(browser, html, tmp_path, change, expect):
+    loaded = open_page(browser, html, tmp_path, 1400)
+    try:
+        assert expect in refusal(loaded, ID, change)
+        assert refusal(loaded, ID, "x.temperature = 0.5") == "no message"
+    finally:
+        loaded.context.close()
+
+
+@pytest.mark.parametrize("width, touch", [(1400, False), (400, True)])
+def test_typed_controls_refuse_odd_values_next_to_them(browser, html, tmp_path, width, touch):
+    loaded = open_page(browser, html, tmp_path, width, touch)
+    root = f"#attnconv-x-{ID}"
+    try:
+        summary = f"{root} .ax-summary"
+        check_typed_refusals(loaded, f"{root} .ax-temp-in", f"{root} .ax-temp-msg", "0.5",
+                             ["0", "-1", "NaN", "", "abc", "1e200", "1e-9"], summary, "τ must be a number")
+        check_typed_refusals(loaded, f"{root} .ax-qrow", f"{root} .ax-query-msg", "3",
+                             ["16", "-1", "2.5", "NaN", "1e200", ""], summary, "whole numbers from 0 to 15")
+        check_layout(loaded, root, width)
     finally:
         loaded.context.close()

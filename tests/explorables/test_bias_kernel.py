@@ -121,7 +121,8 @@ def test_compute_refuses_odd_input_with_a_message(browser, html, tmp_path, bias,
     loaded = open_page(browser, html, tmp_path, 1400)
     try:
         start = loaded.defaults(ID)
-        x = {"bias": start["bias"] if bias is None else bias, "features": start["features"] if features is None else features}
+        x = {"bias": start["bias"] if bias is None else bias,
+             "features": start["features"] if features is None else features}
         # JSON has no NaN or infinity: the page reads them from text
         got = loaded.page.evaluate("""([id, text]) => {
             const odd = (k, v) => v === 'NaN' ? NaN : v === 'Inf' ? Infinity : v;

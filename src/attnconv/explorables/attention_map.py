@@ -12,6 +12,11 @@ decades, on a log scale) so that a nearly uniform map still shows its pattern.
 - outputs: ``attention`` ``(16, 16)``, head h's softmax over keys j of q_i · k_j / (√D_h τ) for the query i;
   ``heads`` ``(N_h, 16, 16)``, every head's map; ``tokens`` ``(256, 12)``, the space-to-depth tokens.
 
+Odd input (τ zero, negative, NaN or so small that the logits overflow; a pixel outside [0, 1]; a query off the
+grid; a head that does not exist; non-finite weights) is refused with a message (a ``RangeError``), never turned
+into NaN. In the page τ and the query can also be typed; a value they cannot take (τ outside 0.001 to 1000, a
+query off the 16 x 16 grid) shows a message next to the field and leaves the explorable as it was.
+
 :func:`reference` computes the same outputs with :class:`attnconv.attention.MultiHeadSelfAttention`.
 """
 

@@ -26,7 +26,21 @@
   // nn.Linear stores them; head h; temperature τ > 0; query [row, col] on the 16 x 16 token grid.
   // Outputs: attention (16, 16), head h's softmax over keys of q·k / (√D_h τ) for the query; heads (N_h, 16, 16),
   // every head's; tokens (256, 12), the 2 x 2 space-to-depth tokens.
+  function check(inputs) {  // odd input is refused with a message (a RangeError), never computed into NaN
+    var im = inputs.image;
+    if (!im || im.length !== S || im.some(function (row) { return !row || row.length !== S || row.some(function (p) { return !p || p.length !== 3; }); }))
+      N.refuse("image must be " + S + " x " + S + " x 3 values");
+    N.allFinite("image", im, 0, 1);
+    [["wq", C * C], ["wk", C * C], ["bq", C], ["bk", C]].forEach(function (w) {
+      if (!inputs[w[0]] || flat(inputs[w[0]]).length !== w[1]) N.refuse(w[0] + " must hold " + w[1] + " numbers");
+      N.allFinite(w[0], inputs[w[0]]);
+    });
+    if (!Number.isInteger(inputs.head) || inputs.head < 0 || inputs.head >= NH) N.refuse("head must be a whole number from 0 to " + (NH - 1) + ", got " + inputs.head);
+    N.positive("temperature", inputs.temperature);
+    N.cell("query", inputs.query, G, G);
+  }
   function compute(inputs) {
+    check(inputs);
     var img = flat(inputs.image), tokens = new Float64Array(G * G * C);
     for (var r = 0; r < G; r++) for (var c = 0; c < G; c++) for (var a = 0; a < B; a++) for (var b = 0; b < B; b++)
       for (var k = 0; k < 3; k++) tokens[(r * G + c) * C + (a * B + b) * 3 + k] = img[((r * B + a) * S + c * B + b) * 3 + k];
@@ -39,6 +53,7 @@
         var s = 0;
         for (k = 0; k < DH; k++) s += q[at * C + h * DH + k] * key[j * C + h * DH + k];
         logits[j] = s / Math.sqrt(DH) / inputs.temperature;
+        if (!isFinite(logits[j])) N.refuse("temperature " + inputs.temperature + " is too small for these inputs: the logits overflow");
       }
       heads.push(unflat(N.softmax(logits), G, G));
     }
@@ -57,7 +72,10 @@
   body.innerHTML =
     '<div class="ax-controls"><label>image <select class="ax-image">' + opts + "</select></label>" + headButtons + "</div>" +
     '<div class="ax-controls"><label>temperature τ <input type="range" class="ax-temp" min="-1" max="2" step="0.01" value="0" aria-label="temperature"></label>' +
-    '<span class="ax-temp-value ax-number"></span><label><input type="checkbox" class="ax-log"> log colour scale</label></div>' +
+    '<span class="ax-temp-value ax-number"></span><label>or type τ <input class="ax-temp-in ax-typed" inputmode="decimal" aria-label="temperature, typed"></label>' +
+    '<span class="ax-msg ax-warn ax-temp-msg" role="alert" hidden></span><label><input type="checkbox" class="ax-log"> log colour scale</label></div>' +
+    '<div class="ax-controls"><label>query row <input class="ax-qrow ax-typed" inputmode="numeric" aria-label="query row"></label>' +
+    '<label>column <input class="ax-qcol ax-typed" inputmode="numeric" aria-label="query column"></label><span class="ax-msg ax-warn ax-query-msg" role="alert" hidden></span></div>' +
     '<div class="ax-row"><div class="ax-panel"><canvas class="ax-input av-clickable" style="width: 160px; height: 160px"></canvas><div class="ax-caption">tap a pixel: the query</div></div>' +
     '<div class="ax-panel"><canvas class="ax-map av-clickable" style="width: 160px; height: 160px"></canvas><div class="ax-caption ax-map-label"></div></div>' +
     '<div class="ax-panel"><canvas class="ax-overlay av-clickable" style="width: 160px; height: 160px"></canvas><div class="ax-caption">the image, lit by the attention</div></div></div>' +
@@ -106,14 +124,34 @@
       cv.style.outline = h === state.head ? "2px solid #1f5fa8" : "";
     });
     qa("button[data-head]").forEach(function (b, h) { b.classList.toggle("ax-on", h === state.head); });
+    [[".ax-qrow", state.query[0]], [".ax-qcol", state.query[1]], [".ax-temp-in", +state.temperature.toPrecision(3)]].forEach(function (f) {
+      var el = q(f[0]); if (document.activeElement !== el && !el.classList.contains("ax-bad")) el.value = f[1];
+    });
   }
+  function settled(sel) { var el = q(sel); el.classList.remove("ax-bad"); el.removeAttribute("aria-invalid"); }
   q(".ax-image").addEventListener("change", function (ev) { state.image = images[+ev.target.value]; draw(); });
   qa("button[data-head]").forEach(function (b, h) { b.addEventListener("click", function () { state.head = h; draw(); }); });
   qa("canvas.ax-small").forEach(function (cv, h) { cv.addEventListener("click", function () { state.head = h; draw(); }); });
-  q(".ax-temp").addEventListener("input", function (ev) { state.temperature = Math.pow(10, parseFloat(ev.target.value)); draw(); });
+  q(".ax-temp").addEventListener("input", function (ev) {
+    state.temperature = Math.pow(10, parseFloat(ev.target.value)); settled(".ax-temp-in"); q(".ax-temp-msg").hidden = true; draw();
+  });
+  N.guard(q(".ax-temp-in"), q(".ax-temp-msg"), function (text) {  // τ typed: 0.001 to 1000 (the slider spans 0.1 to 100)
+    var v = N.number(text);
+    if (!isFinite(v) || v < 1e-3 || v > 1e3) return "τ must be a number from 0.001 to 1000; it stays " + state.temperature.toPrecision(2);
+    state.temperature = v; q(".ax-temp").value = Math.max(-1, Math.min(2, Math.log10(v))); draw();
+  });
+  [[".ax-qrow", 0], [".ax-qcol", 1]].forEach(function (f) {
+    N.guard(q(f[0]), q(".ax-query-msg"), function (text) {
+      var v = N.number(text);
+      if (!Number.isInteger(v) || v < 0 || v >= G) return "the query is a token of the " + G + "×" + G + " grid: row and column are whole numbers from 0 to " + (G - 1);
+      state.query = state.query.slice(); state.query[f[1]] = v; draw();
+    });
+  });
   q(".ax-log").addEventListener("change", function (ev) { log = ev.target.checked; draw(); });
   ["canvas.ax-input", "canvas.ax-map", "canvas.ax-overlay"].forEach(function (sel) {
-    N.onDrag(q(sel), function (ev) { state.query = N.cellAt(q(sel), ev, G, G); draw(); });
+    N.onDrag(q(sel), function (ev) {
+      state.query = N.cellAt(q(sel), ev, G, G); settled(".ax-qrow"); settled(".ax-qcol"); q(".ax-query-msg").hidden = true; draw();
+    });
   });
   draw();
 })();
