@@ -9,7 +9,8 @@ import pytest
 from attnconv.explorables import standalone_page
 from attnconv.explorables.construction import construction_explorable, reference
 
-from .conftest import check_layout, open_page, touch_drag, worst_relative_error
+from .conftest import (check_layout, check_typed_refusals, open_page, refusal, touch_drag,
+                       worst_relative_error)
 
 ID = "ch03-construction"
 TOL = 1.2e-7  # float32 rounding (its epsilon), relative to the larger of 1 and the output; both sides are float64
@@ -112,5 +113,45 @@ def test_reader_drives_it(browser, html, tmp_path, width, touch):
         _drive(loaded, touch)
         check_layout(loaded, f"#attnconv-x-{ID}", width)
         assert not loaded.requests
+    finally:
+        loaded.context.close()
+
+
+COPY = "x.image = JSON.parse(JSON.stringify(x.image)); "  # the page's own image stays as it is
+
+
+@pytest.mark.parametrize("change, expect", [
+    ("x.alpha = 0", "alpha must be a finite number above 0"),
+    ("x.alpha = -1", "alpha must be a finite number above 0"),
+    ("x.alpha = NaN", "alpha must be a finite number above 0"),
+    ("x.kernel = [[Infinity, 0, 0], [0, 1, 0], [0, 0, 0]]", "kernel must hold finite numbers"),
+    ("x.kernel = [[1, 2], [3, 4]]", "kernel must be 3 x 3"),
+    (COPY + "x.image[4][5] = 1e200", "image must hold finite numbers from 0 to 1"),
+    (COPY + "x.image[0][0] = NaN", "image must hold finite numbers"),
+    ("x.query = [32, 0]", "query must be [row, col]"),
+    ("x.query = [0, -1]", "query must be [row, col]"),
+    ("x.centers[2] = [NaN, 0]", "centers must hold finite numbers"),
+])
+def test_compute_refuses_odd_input_with_a_message(browser, html, tmp_path, change, expect):
+    loaded = open_page(browser, html, tmp_path, 1400)
+    try:
+        assert expect in refusal(loaded, ID, change)
+        assert refusal(loaded, ID, "x.alpha = 3") == "no message"
+    finally:
+        loaded.context.close()
+
+
+@pytest.mark.parametrize("width, touch", [(1400, False), (400, True)])
+def test_typed_controls_refuse_odd_values_next_to_them(browser, html, tmp_path, width, touch):
+    loaded = open_page(browser, html, tmp_path, width, touch)
+    root = f"#attnconv-x-{ID}"
+    try:
+        check_typed_refusals(loaded, f"{root} .ax-alpha-in", f"{root} .ax-alpha-msg", "2",
+                             ["0", "-1", "NaN", "", "abc", "1e200"], f"{root} .ax-max", "α must be a number")
+        check_typed_refusals(loaded, f"{root} .ax-kernel input >> nth=4", f"{root} .ax-kernel-msg", "0.5",
+                             ["1e200", "NaN", "abc", "", "-2000"], f"{root} .ax-max", "kernel weight must be a number")
+        check_typed_refusals(loaded, f"{root} .ax-qcol", f"{root} .ax-query-msg", "0",
+                             ["32", "-1", "2.5", "NaN", ""], f"{root} .ax-heads", "whole numbers from 0 to 31")
+        check_layout(loaded, root, width)
     finally:
         loaded.context.close()

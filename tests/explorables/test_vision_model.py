@@ -228,3 +228,43 @@ def test_a_long_stroke_runs_the_network_once_per_frame_and_a_click_still_answers
         assert shown == CIFAR10_CLASSES[reference(thumb, weights)["predicted"]]  # the last image's, not a stale one
     finally:
         loaded.context.close()
+
+
+COPY = "x.image = JSON.parse(JSON.stringify(x.image)); "  # the page's own image stays as it is
+
+
+@pytest.mark.parametrize("change, expect", [
+    (COPY + "x.image[0][0][0] = 1e200", "whole pixel values from 0 to 255"),
+    (COPY + "x.image[5][3][1] = -1", "whole pixel values from 0 to 255"),
+    (COPY + "x.image[5][3][1] = NaN", "whole pixel values from 0 to 255"),
+    (COPY + "x.image[5][3][1] = 12.5", "whole pixel values from 0 to 255"),
+    ("x.image = x.image.slice(1)", "image must be 32 x 32 x 3"),
+    ("x.query = [16, 0]", "query must be [row, col]"),
+    ("x.query = [0, -1]", "query must be [row, col]"),
+    ("x.query = [1.5, 2]", "query must be [row, col]"),
+])
+def test_compute_refuses_odd_input_with_a_message(browser, tmp_path, change, expect):
+    from .conftest import refusal
+
+    loaded = open_page(browser, _page(export_weights(_random_model(), "random"), "random"), tmp_path, 1400)
+    try:
+        assert expect in refusal(loaded, ID, change)
+        assert refusal(loaded, ID, "x.query = [15, 15]") == "no message"
+    finally:
+        loaded.context.close()
+
+
+def test_a_typed_query_off_the_grid_is_refused_next_to_it(browser, tmp_path):
+    from .conftest import check_typed_refusals
+
+    loaded = open_page(browser, _page(export_weights(_random_model(), "random"), "random"), tmp_path, 400, True)
+    root = f"#attnconv-x-{ID}"
+    try:
+        for field in (".ax-qrow", ".ax-qcol"):
+            check_typed_refusals(loaded, f"{root} {field}", f"{root} .ax-query-msg", "2",
+                                 ["16", "-1", "2.5", "NaN", "1e200", ""], f"{root} .ax-mode",
+                                 "whole numbers from 0 to 15", settle=lambda: settle(loaded.page))
+        assert "query token (2, 2)" in loaded.page.locator(f"{root} .ax-mode").inner_text()
+        check_layout(loaded, root, 400)
+    finally:
+        loaded.context.close()

@@ -15,6 +15,12 @@ largest difference.
   ``attention`` ``(9, H + 2, W + 2)``, every head's attention of the query over the zero-padded canvas (the query
   sits at canvas position query + 1).
 
+Odd input (α zero, negative or NaN; a non-finite kernel weight, centre or grey level; a grey level outside
+[0, 1]; a query off the image; inputs that overflow) is refused with a message (a ``RangeError``), never turned
+into NaN. In the page α, each kernel weight and the query can be typed; a value they cannot take (α outside the
+slider's 0.1 to 100, a weight outside -1000 to 1000, a query off the 32 x 32 image) shows a message next to the
+field and leaves the explorable as it was.
+
 :func:`reference` computes the same outputs with the library.
 """
 

@@ -12,6 +12,11 @@ is not.
 - outputs: ``logits`` and ``probs`` ``(10,)``; ``predicted``, the class index; ``attention`` ``(L, N_h, 16, 16)``,
   head h of layer l's attention from the query token.
 
+Odd input (a pixel that is not a whole number from 0 to 255, such as 1e200 or NaN; a query off the grid) is
+refused with a message (a ``RangeError``). In the page the network runs at most once per animation frame, a few
+times a second while a stroke goes on and once more on release ("computing…" shows meanwhile), and not at all
+when only the query moves; the query can also be typed, a value off the grid refused with a message next to it.
+
 :func:`reference` computes the same outputs with PyTorch on the model that
 :func:`~attnconv.explorables.weights.load_weights` rebuilds from the same weights.
 """

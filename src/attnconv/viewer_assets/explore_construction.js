@@ -21,12 +21,29 @@
   // inputs: image (H, W) in [0, 1]; kernel (3, 3); alpha > 0; centers (9, 2), head h = tap h row-major;
   // query [row, col]. Outputs: conv, mhsa, difference (H, W); attention (9, H + 2, W + 2), every head's map of
   // the query on the zero-padded canvas; max_difference.
+  function check(inputs) {  // odd input is refused with a message (a RangeError), never computed into NaN
+    var img = inputs.image;
+    if (!img || !img.length || !img[0] || !img[0].length || img.some(function (row) { return !row || row.length !== img[0].length; }))
+      N.refuse("image must be a non-empty H x W array of grey levels");
+    N.allFinite("image", img, 0, 1);
+    if (!inputs.kernel || inputs.kernel.length !== K || inputs.kernel.some(function (r) { return !r || r.length !== K; }))
+      N.refuse("kernel must be " + K + " x " + K + " numbers");
+    N.allFinite("kernel", inputs.kernel);
+    N.positive("alpha", inputs.alpha);
+    if (!inputs.centers || inputs.centers.length !== K * K || inputs.centers.some(function (c) { return !c || c.length !== 2; }))
+      N.refuse("centers must be " + K * K + " pairs");
+    N.allFinite("centers", inputs.centers);
+    N.cell("query", inputs.query, img.length, img[0].length);
+  }
   function compute(inputs) {
+    check(inputs);
     var img = inputs.image, h = img.length, w = img[0].length, kernel = flat(inputs.kernel);
     var conv = N.conv2dZeros(flat(img), h, w, kernel, K);
     var att = N.convAsAttention(flat(img), h, w, kernel, K, inputs.alpha, inputs.centers);
     var diff = new Float64Array(h * w), worst = 0;
     for (var i = 0; i < h * w; i++) { diff[i] = att.out[i] - conv[i]; worst = Math.max(worst, Math.abs(diff[i])); }
+    if (!isFinite(worst)) N.refuse("these inputs overflow the computation (alpha " + inputs.alpha + ", kernel up to " +
+                                   Math.max.apply(null, kernel.map(Math.abs)) + ")");
     var q = inputs.query, hh = att.canvas[0], ww = att.canvas[1];
     var maps = att.heads.map(function (p) { return nest(N.queryMap(p, hh, ww, q[0] + att.offset, q[1] + att.offset), hh, ww); });
     return {conv: nest(conv, h, w), mhsa: nest(att.out, h, w), difference: nest(diff, h, w), attention: maps,
@@ -38,7 +55,7 @@
   var state = defaults(), body = root.querySelector(".ax-body");
   var opts = spec.images.map(function (im, i) { return '<option value="' + i + '">' + im.label + "</option>"; }).join("");
   var presets = spec.presets.map(function (p, i) { return '<button type="button" data-preset="' + i + '">' + p.name + "</button>"; }).join("");
-  var cells = ""; for (var t = 0; t < K * K; t++) cells += '<input type="number" step="0.25" aria-label="kernel weight ' + t + '">';
+  var cells = ""; for (var t = 0; t < K * K; t++) cells += '<input inputmode="decimal" aria-label="kernel weight ' + t + '">';
   var heads = ""; for (t = 0; t < K * K; t++)
     heads += '<div class="ax-panel"><canvas class="ax-head av-clickable" width="' + WIN + '" height="' + WIN + '" style="width: 84px; height: 84px"></canvas>' +
              '<div class="ax-caption ax-head-label"></div></div>';
@@ -49,8 +66,11 @@
     '<div class="ax-controls"><label>image <select class="ax-image">' + opts + "</select></label>" +
     '<span class="ax-presets">' + presets + "</span></div>" +
     '<div class="ax-controls"><label>α <input type="range" class="ax-alpha" min="-1" max="2" step="0.01" aria-label="alpha"></label>' +
-    '<span class="ax-alpha-value ax-number"></span><button type="button" class="ax-reset">heads back on their taps</button></div>' +
-    '<div class="ax-row"><div><div class="ax-caption">kernel w (type a value)</div><div class="ax-kernel" style="grid-template-columns: repeat(3, auto)">' + cells + "</div></div>" +
+    '<span class="ax-alpha-value ax-number"></span><label>or type α <input class="ax-alpha-in ax-typed" inputmode="decimal" aria-label="alpha, typed"></label>' +
+    '<span class="ax-msg ax-warn ax-alpha-msg" role="alert" hidden></span><button type="button" class="ax-reset">heads back on their taps</button></div>' +
+    '<div class="ax-controls"><label>query row <input class="ax-qrow ax-typed" inputmode="numeric" aria-label="query row"></label>' +
+    '<label>column <input class="ax-qcol ax-typed" inputmode="numeric" aria-label="query column"></label><span class="ax-msg ax-warn ax-query-msg" role="alert" hidden></span></div>' +
+    '<div class="ax-row"><div><div class="ax-caption">kernel w (type a value)</div><div class="ax-kernel" style="grid-template-columns: repeat(3, auto)">' + cells + '</div><div class="ax-msg ax-warn ax-kernel-msg" role="alert" hidden></div></div>' +
     '<div class="ax-number">largest |MHSA − conv| = <b class="ax-max"></b><div class="ax-caption ax-verdict"></div></div></div>' +
     '<div class="ax-row">' + panel("ax-input", "input: tap a pixel to query it") + panel("ax-conv", "convolution") +
     panel("ax-mhsa", "9-head MHSA, quadratic") + panel("ax-diff", "MHSA − conv (red +, blue −)") + "</div>" +
@@ -98,24 +118,49 @@
         "<br>w = " + (+kernel[t].toFixed(3)) + ", peak " + peak.toFixed(2);
       headLabels[t].classList.toggle("ax-warn", moved);
     });
-    inputs.forEach(function (el, t) { if (document.activeElement !== el) el.value = +kernel[t].toFixed(4); });
+    inputs.forEach(function (el, t) { if (document.activeElement !== el && !el.classList.contains("ax-bad")) el.value = +kernel[t].toFixed(4); });
+    [[".ax-qrow", state.query[0]], [".ax-qcol", state.query[1]], [".ax-alpha-in", +state.alpha.toPrecision(3)]].forEach(function (f) {
+      var el = q(f[0]); if (document.activeElement !== el && !el.classList.contains("ax-bad")) el.value = f[1];
+    });
     qa(".ax-presets button").forEach(function (b, i) {
       b.classList.toggle("ax-on", JSON.stringify(spec.presets[i].kernel) === JSON.stringify(state.kernel));
     });
   }
   q(".ax-image").addEventListener("change", function (ev) { state.image = images[+ev.target.value]; draw(); });
   qa(".ax-presets button").forEach(function (b) {
-    b.addEventListener("click", function () { state.kernel = spec.presets[+b.dataset.preset].kernel.map(function (r) { return r.slice(); }); draw(); });
-  });
-  inputs.forEach(function (el, t) {
-    el.addEventListener("input", function () {
-      var v = parseFloat(el.value);
-      if (isFinite(v)) { state.kernel = state.kernel.map(function (r) { return r.slice(); }); state.kernel[Math.floor(t / K)][t % K] = v; draw(); }
+    b.addEventListener("click", function () {
+      state.kernel = spec.presets[+b.dataset.preset].kernel.map(function (r) { return r.slice(); });
+      inputs.forEach(settled); q(".ax-kernel-msg").hidden = true; draw();
     });
   });
-  alpha.addEventListener("input", function () { state.alpha = Math.pow(10, parseFloat(alpha.value)); draw(); });
+  function settled(el) { el.classList.remove("ax-bad"); el.removeAttribute("aria-invalid"); }
+  var KMAX = 1000;
+  inputs.forEach(function (el, t) {  // a weight typed: a number from -1000 to 1000, else a message under the kernel
+    N.guard(el, q(".ax-kernel-msg"), function (text) {
+      var v = N.number(text);
+      if (!isFinite(v) || Math.abs(v) > KMAX) return "a kernel weight must be a number from −" + KMAX + " to " + KMAX + "; this one stays " + state.kernel[Math.floor(t / K)][t % K];
+      state.kernel = state.kernel.map(function (r) { return r.slice(); }); state.kernel[Math.floor(t / K)][t % K] = v; draw();
+    });
+  });
+  alpha.addEventListener("input", function () {
+    state.alpha = Math.pow(10, parseFloat(alpha.value)); settled(q(".ax-alpha-in")); q(".ax-alpha-msg").hidden = true; draw();
+  });
+  N.guard(q(".ax-alpha-in"), q(".ax-alpha-msg"), function (text) {  // α typed: the slider's range, 0.1 to 100
+    var v = N.number(text);
+    if (!isFinite(v) || v < 0.1 || v > 100) return "α must be a number from 0.1 to 100; it stays " + state.alpha.toPrecision(3);
+    state.alpha = v; alpha.value = Math.log10(v); draw();
+  });
+  [[".ax-qrow", 0], [".ax-qcol", 1]].forEach(function (f) {
+    N.guard(q(f[0]), q(".ax-query-msg"), function (text) {
+      var v = N.number(text);
+      if (!Number.isInteger(v) || v < 0 || v >= S) return "the query is a pixel of the " + S + "×" + S + " image: row and column are whole numbers from 0 to " + (S - 1);
+      state.query = state.query.slice(); state.query[f[1]] = v; draw();
+    });
+  });
   q(".ax-reset").addEventListener("click", function () { state.centers = N.tapShifts(K); draw(); });
-  N.onDrag(q("canvas.ax-input"), function (ev) { state.query = N.cellAt(q("canvas.ax-input"), ev, S, S); draw(); });
+  N.onDrag(q("canvas.ax-input"), function (ev) {
+    state.query = N.cellAt(q("canvas.ax-input"), ev, S, S); settled(q(".ax-qrow")); settled(q(".ax-qcol")); q(".ax-query-msg").hidden = true; draw();
+  });
   headCanvases.forEach(function (cv, t) {
     N.onDrag(cv, function (ev) {
       var f = N.fractionAt(cv, ev), hw = WIN / 2;

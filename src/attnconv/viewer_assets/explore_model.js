@@ -111,7 +111,8 @@
         '</span><span style="display: inline-block; height: 10px; width: ' + Math.round(120 * p[k]) + 'px; background: ' +
         (k === out.predicted ? "#1f5fa8" : "#9bb7d8") + '"></span><span>' + (100 * p[k]).toFixed(1) + "%</span></div>";
     }).join("");
-    q(".ax-mode").textContent = drawing ? "drawing: drag on the image" : "tap a token: the query";
+    q(".ax-mode").textContent = (drawing ? "drawing: drag on the image" : "tap a token: the query") +
+      "; query token (" + state.query[0] + ", " + state.query[1] + ")";
     qa("canvas.ax-att").forEach(function (c, i) {
       var l = Math.floor(i / cfg.num_heads), h = i % cfg.num_heads, m = flat(out.attention[l][h]), top = Math.max.apply(null, m);
       N.paint(c, m, G, G, function (v) { return N.ramp(v / top); });
@@ -144,7 +145,12 @@
   });
   N.onDrag(q("canvas.ax-input"), function (ev) {
     var cv = q("canvas.ax-input");
-    if (!drawing) { state.query = N.cellAt(cv, ev, G, G); draw(); return; }
+    if (!drawing) {
+      state.query = N.cellAt(cv, ev, G, G); draw();
+      [".ax-qrow", ".ax-qcol"].forEach(function (s) { q(s).classList.remove("ax-bad"); q(s).removeAttribute("aria-invalid"); });
+      q(".ax-query-msg").hidden = true;
+      return;
+    }
     var rc = N.cellAt(cv, ev, S, S), img = state.image.map(function (row) { return row.map(function (p) { return p.slice(); }); });
     for (var a = -1; a <= 1; a++) for (var b = -1; b <= 1; b++) {  // a 3 x 3 brush
       var r = rc[0] + a, c = rc[1] + b;
