@@ -100,8 +100,13 @@
     var ctx = cv.getContext("2d"), b = cfg.block; ctx.strokeStyle = "red"; ctx.lineWidth = 0.6;
     ctx.strokeRect(state.query[1] * b + 0.3, state.query[0] * b + 0.3, b - 0.6, b - 0.6);
   }
+  var renderMs = 0;  // how long the network last took: a stroke waits three times that between runs
   function render() {
-    if (lastImage !== state.image) { last = forward(flat(state.image)); lastImage = state.image; }
+    if (lastImage !== state.image) {
+      var t0 = performance.now();
+      last = forward(flat(state.image)); lastImage = state.image;
+      renderMs = performance.now() - t0;
+    }
     var out = summarise(last, state.query);
     paintInput();
     var p = out.probs;
@@ -125,7 +130,7 @@
       if (document.activeElement !== el && !el.classList.contains("ax-bad")) el.value = state.query[f[1]];
     });
   }
-  var draw = N.scheduler(root, render), stroke = false, STROKE_GAP = 250;  // while a stroke goes on: 4 runs a second
+  var draw = N.scheduler(root, render), stroke = false, STROKE_GAP = 250;  // while a stroke goes on: at most 4 runs a second
   state.picked = 0;
   qa(".ax-thumb").forEach(function (bt, i) {
     bt.addEventListener("click", function () { state.image = nestImage(images[i]); state.picked = i; drawing = null; draw(); });
@@ -157,7 +162,7 @@
       if (r >= 0 && r < S && c >= 0 && c < S) img[r][c] = pen.slice();
     }
     state.image = img; state.picked = -1; stroke = true;
-    paintInput(); draw(STROKE_GAP);
+    paintInput(); draw(Math.max(STROKE_GAP, 3 * renderMs));
   });
   function release() { if (stroke) { stroke = false; draw(); } }  // the stroke's last image, at the next frame
   window.addEventListener("mouseup", release);
