@@ -148,9 +148,10 @@
     });
   });
   q(".ax-log").addEventListener("change", function (ev) { log = ev.target.checked; draw(); });
+  var dragged = N.coalesce(function () { draw(); });  // a drag renders at most once per frame, and on release
   ["canvas.ax-input", "canvas.ax-map", "canvas.ax-overlay"].forEach(function (sel) {
     N.onDrag(q(sel), function (ev) {
-      state.query = N.cellAt(q(sel), ev, G, G); settled(".ax-qrow"); settled(".ax-qcol"); q(".ax-query-msg").hidden = true; draw();
+      state.query = N.cellAt(q(sel), ev, G, G); settled(".ax-qrow"); settled(".ax-qcol"); q(".ax-query-msg").hidden = true; dragged();
     });
   });
   draw();

@@ -124,6 +124,7 @@
     for (var d = -k; d <= k; d++) next.push(Math.abs(d) <= ok ? old[d + ok] : -1);
     state.bias = next; bars(); draw();
   }
+  var dragged = N.coalesce(function () { draw(); });  // a drag renders at most once per frame, and on release
   function wire() {
     N.onDrag(q(".ax-bars"), function (ev) {
       var boxes = qa(".ax-bar-box"), pt = ev.touches && ev.touches.length ? ev.touches[0] : ev;
@@ -133,7 +134,7 @@
         var v = LIMIT * (1 - 2 * (pt.clientY - r.top) / r.height);
         state.bias = state.bias.slice(); state.bias[t] = Math.round(Math.max(-LIMIT, Math.min(LIMIT, v)) * 10) / 10;
       });
-      draw();
+      dragged();
     });
   }
   qa("button[data-k]").forEach(function (b) { b.addEventListener("click", function () { setK(+b.dataset.k); }); });

@@ -158,8 +158,9 @@
     });
   });
   q(".ax-reset").addEventListener("click", function () { state.centers = N.tapShifts(K); draw(); });
+  var dragged = N.coalesce(function () { draw(); });  // a drag renders at most once per frame, and on release
   N.onDrag(q("canvas.ax-input"), function (ev) {
-    state.query = N.cellAt(q("canvas.ax-input"), ev, S, S); settled(q(".ax-qrow")); settled(q(".ax-qcol")); q(".ax-query-msg").hidden = true; draw();
+    state.query = N.cellAt(q("canvas.ax-input"), ev, S, S); settled(q(".ax-qrow")); settled(q(".ax-qcol")); q(".ax-query-msg").hidden = true; dragged();
   });
   headCanvases.forEach(function (cv, t) {
     N.onDrag(cv, function (ev) {
@@ -168,7 +169,7 @@
       state.centers[t] = [Math.round((f[0] * WIN - hw) * 20) / 20, Math.round((f[1] * WIN - hw) * 20) / 20].map(function (v) {
         return Math.max(-3, Math.min(3, v));
       });
-      draw();
+      dragged();
     });
   });
   draw();

@@ -334,6 +334,21 @@
     return run;
   }
 
+  // A drag's renders coalesced: request() asks for fn at the next animation frame (once, however many moves ask),
+  // and a release (mouse up, touch end) runs a pending one at once, so the page shows the drag's end when it ends.
+  function coalesce(fn) {
+    var pending = false, frame = null;
+    function flush() { if (!pending) return; pending = false; if (frame !== null) cancelAnimationFrame(frame); frame = null; fn(); }
+    window.addEventListener("mouseup", flush);
+    window.addEventListener("touchend", flush);
+    window.addEventListener("touchcancel", flush);
+    return function request() {
+      if (pending) return;
+      pending = true;
+      frame = requestAnimationFrame(function () { frame = null; flush(); });
+    };
+  }
+
   // At most one render per animation frame, however many events ask for one: request() marks the root busy
   // ("computing…" shows) and the render runs once the next frame has been painted. request(gap) also waits
   // until gap ms have passed since the last render began (a stroke asks this, so that the network runs a few
@@ -371,6 +386,6 @@
     band: band, bandTaps: bandTaps, bandApply: bandApply, matmul: matmul, lightconv: lightconv, linear: linear, layerNorm: layerNorm, erf: erf, gelu: gelu,
     visionForward: visionForward, bytes: bytes, paint: paint, ramp: ramp, diverging: diverging, cellAt: cellAt,
     fractionAt: fractionAt, onDrag: onDrag, toArray: toArray, refuse: refuse, finiteIn: finiteIn, positive: positive,
-    allFinite: allFinite, cell: cell, number: number, guard: guard, scheduler: scheduler
+    allFinite: allFinite, cell: cell, number: number, guard: guard, coalesce: coalesce, scheduler: scheduler
   };
 })();
