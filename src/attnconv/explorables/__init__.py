@@ -15,6 +15,11 @@ so that a test can feed it inputs no build could have precomputed and compare wi
 ``reference`` function of each module computes the same outputs with ``attnconv``). Each module's docstring
 lists the inputs and outputs of its ``compute``.
 
+Odd input never turns into NaN or a silent 0: ``compute`` throws a ``RangeError`` that says which input is wrong
+and what it may be, and a control the reader types into (a temperature, α, a kernel weight, a bias, a query)
+refuses a value it cannot take with a message next to it, keeping the last good state. A drag renders at most
+once per animation frame; chapter 06's network runs at most a few times a second during a stroke.
+
 - :func:`~attnconv.explorables.construction.construction_explorable` (chapter 03, ``ch03-construction``)
 - :func:`~attnconv.explorables.attention_map.attention_explorable` (chapter 02, ``ch02-attention``)
 - :func:`~attnconv.explorables.bias_kernel.bias_explorable` (chapter 05, ``ch05-bias``)
