@@ -54,7 +54,7 @@ def test_builtin_sentence_without_data(monkeypatch):
     monkeypatch.delenv("ATTNCONV_DATA", raising=False)
     sentence = example_sentence()
     assert not sentence.is_real and sentence.words == tuple(BUILTIN_SENTENCE.split())
-    assert "built-in sentence" in sentence.source and "ATTNCONV_DATA" in sentence.source
+    assert "built-in sentence" in sentence.source and "attnconv.data.nltk_zips" in sentence.source  # how to get it
 
 
 def test_missing_corpus_falls_back(tiny_corpus):
@@ -66,3 +66,14 @@ def test_missing_corpus_falls_back(tiny_corpus):
 def test_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         example_sentence(**kwargs)
+
+
+def test_a_sentence_from_the_download_cache_without_attnconv_data(monkeypatch, tmp_path):
+    """Where prepare_data("nltk") puts the zips (the cache, as in Colab), the chapter's sentence is real text."""
+    from attnconv.data.sample_text import write_sample_corpora
+
+    monkeypatch.delenv("ATTNCONV_DATA", raising=False)
+    monkeypatch.setenv("ATTNCONV_CACHE", str(tmp_path / "cache"))
+    write_sample_corpora(tmp_path / "cache" / "nltk" / "corpora")
+    sentence = example_sentence()
+    assert sentence.is_real and "brown corpus, sentence 0" in sentence.source
