@@ -81,7 +81,7 @@ class GradeReport:
 
     def table(self) -> str:
         """The report for a terminal: one line per exercise, one per problem. Nothing in it can move the cursor,
-        clear a line or start one: every control character is shown as an escape (:func:`escape.visible`)."""
+        clear a line or start one: every control character is shown as an escape (``attnconv.course.escape.visible``)."""
         labels = [escape.visible(e.label) for e in self.exercises]
         width = max([len(label) for label in labels] + [8])
         lines = [f"{'exercise':{width}s}  kind        points  message", "-" * (width + 60)]

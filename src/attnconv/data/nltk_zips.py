@@ -9,7 +9,7 @@ NLTK's package index. :func:`download_corpora` puts them in ``<cache>/nltk/corpo
 
 A zip lands in the folder only after its hash has been checked (it is written to a temporary file first), so an
 interrupted or corrupted download leaves nothing behind; a stalled or very slow server is given up on
-(:mod:`attnconv.data.download` says when). A command-line mistake or a failed download ends the command in one
+(``attnconv.data.download`` says when). A command-line mistake or a failed download ends the command in one
 line with exit code 2.
 """
 

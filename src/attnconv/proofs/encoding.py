@@ -103,7 +103,7 @@ def hard_attention_limit(sign: int = -1, offset: sp.Expr = 0, center: sp.Expr | 
         offset: the centre's offset from Δ: 1/3 or 2/3 (true), 1/2 (a tie: false), a real symbol f with no bound
             (not decided, so not verified: the step names abs(f) < 1/2, necessary and sufficient for the key Δ), or
             (u - v)/(2(1 + u + v)) with u, v ≥ 0 (every f in (-1/2, 1/2): true, and general in f). A float is read
-            as exactly its binary value (:func:`centre_offset`).
+            as exactly its binary value (``centre_offset``).
         center: the whole centre instead of Δ + ``offset``, e.g. Δ/2 (a half-integer at Δ = 1: false),
             Δ(Δ+1)/2 (always an integer: true) or Δ/2 + 1/4 (never a half-integer: true).
     """

@@ -159,7 +159,7 @@ def lemma1_block_identity(attention: Callable[[sp.Expr, sp.Expr, sp.Expr], sp.Ex
             ``(2, 3, 1)`` is a true variant; ``(1, 1)`` puts two heads on tap 1 and none on tap 2 (false).
             Or a symbolic relabelling ``relabel(h, N_h)`` of every head: the reflection ``N_h + 1 - h`` and a cyclic
             shift ``Mod(h + c, N_h) + 1`` are bijections (true); ``h + 1`` leaves tap 1 without a head (false); a
-            π SymPy cannot read is not decided (:func:`_symbolic_relabelling`).
+            π SymPy cannot read is not decided (``_symbolic_relabelling``).
 
     The index-level step compares the two sums over heads, not head by head: the heads 1..m are written out
     (N_h ≥ m, symbolic) and the heads m + 1..N_h, which π fixes, are compared term by term.

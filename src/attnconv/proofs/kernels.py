@@ -154,7 +154,7 @@ def _settle(expr: sp.Expr, m: sp.Symbol) -> sp.Expr:
 
 def _library_buckets(num_buckets: int, max_distance: int) -> ProofResult:
     """The library's ``relative_position_bucket`` and the buckets of ``RelativePositionBias`` are T5's formula
-    (:func:`t5_bucket`), at every offset up to 3k + 8 and at a few far ones: mismatches counted."""
+    (``t5_bucket``), at every offset up to 3k + 8 and at a few far ones: mismatches counted."""
     from ..positional.sequence import RelativePositionBias
 
     k = max_distance
@@ -189,7 +189,7 @@ def bucketed_kernel_is_piecewise_constant(num_buckets: int = 8, max_distance: in
       for distinct such offsets (a finite range: the residual counts offsets that share a bucket).
 
     The labelling is a formula, ``formula(δ, num_buckets, max_distance)`` returning a SymPy expression, by default
-    T5's (:func:`t5_bucket`); the default also holds the library's ``relative_position_bucket`` to it (a step).
+    T5's (``t5_bucket``); the default also holds the library's ``relative_position_bucket`` to it (a step).
     A labelling given only by its values, ``bucket(offsets, num_buckets, max_distance)`` returning a list, is
     checked on the offsets up to abs(δ) = k + 3, where a wrong one fails; beyond them nothing is known of it, so
     a labelling that passes there is *not decided*, never verified. Scope: one instance of num_buckets and k.

@@ -142,7 +142,7 @@ def nonnegative(expr: sp.Expr) -> bool:
     """True when ``expr`` is provably ≥ 0: as a fraction P/Q of polynomials in its symbols (all declared
     nonnegative), P and Q expand to nonnegative coefficients and Q is not zero. A sound, incomplete test.
 
-    A Max, Min or other non-polynomial part is first replaced by what is known of it (:func:`_decide_forms`:
+    A Max, Min or other non-polynomial part is first replaced by what is known of it (``_decide_forms``:
     Max(a, b) = a + s with s ≥ 0, or each of its cases a and b; a nonnegative e^x by a symbol t ≥ 0); an
     expression SymPy cannot handle is "not proved" (False), never an error."""
     return _decide_sign(expr, strict=False)
@@ -344,7 +344,7 @@ def axis_limit(center: sp.Expr, sign: int = -1, coefficient: int = -2) -> AxisLi
         center: the centre Δ in v: any real SymPy expression, e.g. Δ, d·a - p, Δ + 1/3 (off-grid), Δ + 1/2 (a tie),
             Δ + f with f = (u - v)/(2(1 + u + v)) for nonnegative u, v (every f in (-1/2, 1/2)). Whether it has a
             unique nearest key is decided symbolically (:func:`split_centre`); a polynomial in integer symbols is
-            decided completely by its values mod 1 (:func:`integer_residues`): Δ(Δ+1)/2 is an integer, Δ/2 + 1/4
+            decided completely by its values mod 1 (``integer_residues``): Δ(Δ+1)/2 is an integer, Δ/2 + 1/4
             never a half-integer (nearest key floor(Δ/2 + 3/4)), both verified; Δ/2 is a half-integer at Δ = 1,
             refuted. Δ + f with f unconstrained is not decided, and the step names abs(f) < 1/2, necessary and
             sufficient for Δ to be the unique nearest key.

@@ -76,8 +76,8 @@ class ProofResult:
 
     @property
     def decided(self) -> bool:
-        """Verified, or refuted: false when the failure rests only on undecided residuals (its own or its
-        failing steps'), which says "not decided", not "false"."""
+        """True when the proof is verified or refuted; false when its failure rests only on undecided residuals
+        (its own or its failing steps'), which says "not decided", not "false"."""
         if self.verified:
             return True
         if not _is_zero(self.residual) and not self.undecided:

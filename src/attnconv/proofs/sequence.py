@@ -66,8 +66,8 @@ def fixed_bias_is_lightweight_conv(offset: str = "key-query", extra_key: bool = 
     head see the keys up to i + k + 1, one more than the kernel, wherever that key exists (false).
     Boundary queries are :func:`boundary_renormalisation`.
 
-    Written forms that keep it true (each sum is compared in one written form, :func:`~attnconv.proofs._symbolic.
-    sum_simplify`): ``table="column"`` stores the bias by its band column t = δ + k, as the library does (logit
+    Written forms that keep it true (each sum is compared in one written form, by ``sum_simplify`` of
+    ``attnconv.proofs._symbolic``): ``table="column"`` stores the bias by its band column t = δ + k, as the library does (logit
     c_{j-i+k}, kernel Σ_{t=0}^{2k} β_t x_{i+t-k}); ``kernel_index="reflected"`` writes the kernel over ε = -δ
     (Σ_ε β_{-ε} x_{i-ε}).
     """
@@ -115,7 +115,7 @@ def boundary_renormalisation(renormalize: bool = True, range_form: str = "keys")
 
     ``renormalize=False`` compares with the zero-padded convolution Σ_{δ∈T_i} β_δ x_{i+δ} (false at the edges).
     ``range_form="offsets"`` writes T_i as max(-k, -i) .. min(k, N-1-i) instead of max(0, i-k) - i ..
-    min(N-1, i+k) - i: the same range (true), compared after :func:`~attnconv.proofs._symbolic.minmax_normal`.
+    min(N-1, i+k) - i: the same range (true), compared after ``attnconv.proofs._symbolic.minmax_normal``.
     """
     if range_form not in ("keys", "offsets"):
         raise ValueError(f"range_form must be 'keys' or 'offsets', got {range_form!r}")
