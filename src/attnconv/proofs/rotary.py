@@ -267,7 +267,7 @@ def rotary_constant_content_kernel(kernel: str = "offset", phases: bool = True,
         "RoPE with constant content = lightweight conv with a kernel of cosines",
         "(R_i q)·(R_j k) = Σ_m r_m cos((j-i)θ_m + φ_m); softmax over it = renormalised lightweight conv",
         steps, scope="general", variables=("N", "i", "j", "M", "θ_m", "q", "k"),
-        latex=r"(R_i q)^\top (R_j k) = \sum_m r_m \cos\big((j - i)\theta_m + \varphi_m\big)")
+        latex=r"e(\delta) = \sum_m r_m \cos(\delta\theta_m + \varphi_m),\ \delta = j - i")
 
 
 def _softmax_of_offset_kernel(renormalize: bool = True) -> ProofResult:
