@@ -91,7 +91,7 @@ def _colab_notebook(chapter: str, tmp: Path, env: dict, extra_before: str = "", 
            .replace('"https://github.com/attnconv/attnconv", "/content/attnconv"', f'{str(ROOT)!r}, {str(tmp / "content" / "attnconv")!r}')
            .replace('"/content/attnconv/notebooks"', repr(str(tmp / "content" / "attnconv" / "notebooks"))))
     assert "github.com" not in src and str(site) in src, "the install cell changed: update this test"
-    imports = next(c for c in code if "prepare_data(" in c.source and "RESULTS = Path(" in c.source)
+    imports = next(c for c in code if "prepare_data(" in c.source and "RESULTS = results_dir()" in c.source)
     cells = [nbformat.v4.new_code_cell(f"ENV = {env!r}\n" + _COLAB), nbformat.v4.new_code_cell(src), imports]
     if extra_before:
         cells.append(nbformat.v4.new_code_cell(extra_before))
