@@ -144,7 +144,9 @@ def test_chapter_06_in_colab_downloads_trains_resumes_and_draws_the_run(colab):
     history = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in history] == [1, 2] and history[0] == first[0], "resumed, not started again"
     prov = json.loads((folder / "provenance.json").read_text())
-    assert prov["data"] == "official CIFAR-10" and str(tmp / "cache") in prov["data_source"], prov  # the download
+    # the download: the tiny archive's md5 is not the official one, so the record names it a mirror's
+    assert prov["data"].startswith("CIFAR-10-format archive from a mirror"), prov
+    assert str(tmp / "cache") in prov["data_source"], prov
     assert (tmp / "cache" / "cifar-10-python.tar.gz").is_file()
     assert seen["lines"]["accuracy"][-1] == f"your run ({RUN})"
     assert "committed cpu-long sa-quadratic" in seen["lines"]["accuracy"]
