@@ -40,7 +40,7 @@ drive = types.ModuleType("google.colab.drive"); drive.mount = _mount
 colab.drive, google.colab = drive, colab
 sys.modules.update({"google": google, "google.colab": colab, "google.colab.drive": drive})
 os.environ.update(ENV)
-for name in ("ATTNCONV_DATA", "PYTHONPATH"):
+for name in ("ATTNCONV_DATA", "ATTNCONV_RESULTS", "PYTHONPATH"):
     os.environ.pop(name, None)
 '''
 

@@ -25,27 +25,12 @@ import pytest
 from nbclient import NotebookClient
 
 from ..local_mirror import build_mirror, serve
+from .test_colab import _COLAB  # the stand-in google.colab and the reader's environment
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 NOTEBOOKS = [("notebooks", c) for c in CHAPTERS] + [("student", c) for c in CHAPTERS]
 INSTALL = '%pip install -q "attnconv @ git+https://github.com/attnconv/attnconv"'
-
-_COLAB = '''
-import os, sys, types
-from pathlib import Path
-
-def _mount(mountpoint, force_remount=False):
-    (Path(mountpoint) / "MyDrive").mkdir(parents=True, exist_ok=True)
-
-google = types.ModuleType("google"); colab = types.ModuleType("google.colab")
-drive = types.ModuleType("google.colab.drive"); drive.mount = _mount
-colab.drive, google.colab = drive, colab
-sys.modules.update({"google": google, "google.colab": colab, "google.colab.drive": drive})
-os.environ.update(ENV)
-for name in ("ATTNCONV_DATA", "ATTNCONV_RESULTS", "PYTHONPATH"):
-    os.environ.pop(name, None)
-'''
 
 
 @pytest.fixture(scope="module")
