@@ -459,3 +459,4 @@ def test_budget_rows_read_each_finished_run_from_its_record(tmp_path):
     assert bf16["cpu_min"] is None and bf16["threads"] == 1 and bf16["processes"] == 1
     assert bf16["first_epoch_at_80"] is None  # 79.95% at best on the 2,000 images of its epochs
     assert rows[1]["first_epoch_at_80"] == 9  # the ResNet18: epoch 9
+    assert rows[1]["threads"] == 1  # read from its device line, "2 cores, 1 threads", made before the field existed

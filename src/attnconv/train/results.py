@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,9 @@ def budget_rows(results: str | os.PathLike, folders: list[str]) -> list[dict[str
             continue
         run = load_run(folder)
         threads = run.provenance.get("threads")
+        if threads is None:  # records made before the thread count had a field of its own: "2 cores, 1 threads"
+            found = re.search(r"(\d+) threads?\b", str(run.provenance.get("device", "")))
+            threads = int(found.group(1)) if found else None
         cpu = [r.get("cpu_time_s") for r in run.history]
         rows.append({"folder": name, "config": run.final["config"], "model": run.final["model"],
                      "epochs": run.final["epochs"], "processes": run.provenance.get("processes", 1),
