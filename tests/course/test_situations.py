@@ -76,7 +76,9 @@ def _opened_namespace(closed: list[Path]) -> list[str]:
         keep = f"/run/attnconv-open-{i}"
         script += [f"mkdir -p {keep}", f"mount --bind '{folder}' {keep}",
                    f"mount -t tmpfs -o mode=755 tmpfs '{folder}'",
-                   f"for e in {keep}/* {keep}/.[!.]*; do [ -e \"$e\" ] || continue; n=\"{folder}/$(basename \"$e\")\"; "
+                   f"for e in {keep}/* {keep}/.[!.]*; do n=\"{folder}/$(basename \"$e\")\"; "
+                   f"if [ -L \"$e\" ]; then ln -s \"$(readlink \"$e\")\" \"$n\"; continue; fi; "  # links as links
+                   f"[ -e \"$e\" ] || continue; "
                    f"if [ -d \"$e\" ]; then mkdir -p \"$n\"; else touch \"$n\"; fi; mount --bind \"$e\" \"$n\"; done"]
     script.append('exec "$@"')
     return ["unshare", "-m", "sh", "-c", "\n".join(script), "sh"]
