@@ -38,7 +38,7 @@ from pathlib import Path
 
 __all__ = ["DOWNLOAD_ENV_VAR", "MIN_RATE_ENV_VAR", "TIMEOUT_ENV_VAR", "check_settings", "check_url",
            "cifar10_md5", "cifar10_url", "download_limits", "fetch_checked", "in_colab", "mirror_in_use",
-           "nltk_md5s", "nltk_url", "prepare_data", "reader_may_download"]
+           "nltk_md5s", "nltk_url", "prepare_data", "reader_may_download", "run_fetch_command"]
 
 DOWNLOAD_ENV_VAR = "ATTNCONV_DOWNLOAD"
 CIFAR10_OFFICIAL_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
@@ -374,3 +374,19 @@ def prepare_data(*what: str, progress: bool = False, corpora: tuple[str, ...] | 
     if "nltk" in names:
         done.append(f"NLTK zips in {download_corpora(corpora, progress=progress)}")
     return "Downloaded or found in the cache (md5-checked): " + "; ".join(done) + "."
+
+
+def run_fetch_command(prog: str, fetch, what: str) -> int:
+    """A download command's ending: print what ``fetch()`` returns, or one line for a setting, a bad folder, an
+    md5 mismatch or no network (exit 2), or for an interrupt (exit 130, what was fetched is kept)."""
+    import sys
+
+    try:
+        print(fetch())
+    except (ValueError, RuntimeError, OSError) as err:
+        print(f"{prog}: {' '.join(str(err).split()) or type(err).__name__}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; the {what} already fetched are kept, run it again for the rest", file=sys.stderr)
+        return 130
+    return 0

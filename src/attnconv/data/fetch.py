@@ -19,11 +19,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import sys
 from pathlib import Path
 
 from .cifar10 import ARCHIVE_NAME, CIFAR10_MD5, EXTRACTED_NAME
-from .download import cifar10_md5, cifar10_url, download_limits, fetch_checked, nltk_md5s, nltk_url
+from .download import (cifar10_md5, cifar10_url, download_limits, fetch_checked, nltk_md5s, nltk_url,
+                       run_fetch_command)
 from .nltk_zips import NLTK_ZIPS, download_corpora
 from .paths import data_root, default_cache_dir, ensure_folder
 
@@ -98,15 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.fingerprint:
         print(data_fingerprint())
     else:
-        try:
-            print(fetch_all(args.dest, progress=True))
-        except (ValueError, RuntimeError, OSError) as err:  # a setting, a bad --dest, offline, an md5 mismatch
-            print(f"{parser.prog}: {' '.join(str(err).split()) or type(err).__name__}", file=sys.stderr)
-            return 2
-        except KeyboardInterrupt:
-            print(f"{parser.prog}: interrupted; the files already fetched are kept, run it again for the rest",
-                  file=sys.stderr)
-            return 130
+        return run_fetch_command(parser.prog, lambda: fetch_all(args.dest, progress=True), "files")
     return 0
 
 

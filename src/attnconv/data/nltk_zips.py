@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
-from .download import NLTK_OFFICIAL_URL, check_nltk_template, download_limits, fetch_checked, nltk_md5s, nltk_url
+from .download import (NLTK_OFFICIAL_URL, check_nltk_template, download_limits, fetch_checked, nltk_md5s,
+                       nltk_url, run_fetch_command)
 from .paths import default_cache_dir, ensure_cache_folder
 
 __all__ = ["NLTK_URL", "NLTK_ZIPS", "cached_corpora_dir", "download_corpora"]
@@ -91,20 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", help=f"zips to fetch (default: all of {', '.join(NLTK_ZIPS)})")
     parser.add_argument("--dest", default=None, help=f"folder (default: {cached_corpora_dir()})")
     args = parser.parse_args(argv)
-    try:
-        print(download_corpora(args.names or None, args.dest, progress=True))
-    except (ValueError, RuntimeError, OSError) as err:  # a setting, an md5 mismatch, offline, a bad --dest
-        print(f"{parser.prog}: {_one_line(err)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{parser.prog}: interrupted; the zips already fetched are kept, run it again for the rest",
-              file=sys.stderr)
-        return 130
-    return 0
-
-
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split()) or type(err).__name__
+    return run_fetch_command(parser.prog, lambda: download_corpora(args.names or None, args.dest, progress=True),
+                             "zips")
 
 
 if __name__ == "__main__":
