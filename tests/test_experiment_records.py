@@ -69,7 +69,8 @@ def test_bag_of_words_beats_every_cpu_quick_bert_on_the_same_examples():
     from attnconv.train import load_bert_runs
 
     bow = json.loads((RESULTS / "bow-baseline" / "final.json").read_text())
-    quick = {r.name for r in load_bert_runs(RESULTS) if r.is_pretraining and r.final["config"] == "cpu-quick"}
+    quick = {r.name for r in load_bert_runs(RESULTS) if r.is_pretraining and r.final["config"] == "cpu-quick"
+             and r.provenance["config"].get("seed", 0) == 0}  # the chapter's table: pretraining seed 0
     tuned = [r.final for r in load_bert_runs(RESULTS) if not r.is_pretraining and r.final["config"] == "cpu-quick"
              and Path(r.final["pretrained"]).name in quick]
     for task, gap in (("mr", 5), ("subj", 3), ("rte", 3)):
@@ -231,7 +232,8 @@ def test_chapter07_long_pretraining_runs():
     from attnconv.models.bert import BertConfig
     from attnconv.train import load_bert_runs
 
-    pre = {(r.final["config"], r.final["variant"]): r for r in load_bert_runs(RESULTS) if r.is_pretraining}
+    pre = {(r.final["config"], r.final["variant"]): r for r in load_bert_runs(RESULTS)
+           if r.is_pretraining and r.provenance["config"].get("seed", 0) == 0}  # the budgets share seed 0
     losses = {"composite-noabs": (5.31, 4.47, 4.0), "absolute": (6.29, 5.67, 4.43)}
     for variant, expected in losses.items():
         q = pre["cpu-quick", variant]
@@ -331,7 +333,8 @@ def test_chapter07_budgets_variants_and_rte_runs():
 
     runs = load_bert_runs(RESULTS)
     pre = [r for r in runs if r.is_pretraining]
-    quick = {r.final["variant"]: r for r in pre if r.final["config"] == "cpu-quick"}
+    quick = {r.final["variant"]: r for r in pre if r.final["config"] == "cpu-quick"
+             and r.provenance["config"].get("seed", 0) == 0}  # seed 0 of every variant; seeds 1 and 2 of two
     assert len(VARIANTS) == 17 and len(quick) == 6
     tokens = {r.final["config"]: round(r.provenance["config"]["steps"] * r.provenance["config"]["batch_size"]
                                        * r.provenance["config"]["max_length"] / 1e6, 1)

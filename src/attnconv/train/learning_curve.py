@@ -20,6 +20,7 @@ import numpy as np
 
 from ..models.bert import BertConfig
 from .results import BertRun
+from .seeds import pretraining_seed as seed_of
 
 __all__ = ["CurvePoint", "LogLinearFit", "extrapolation_statement", "learning_curve", "loglinear_fit",
            "pretraining_tokens"]
@@ -57,9 +58,13 @@ def _model_key(run: BertRun) -> tuple:
     return tuple(sorted((k, str(v)) for k, v in m.items()))
 
 
-def learning_curve(runs: Sequence[BertRun], reference: str = "cpu-quick") -> list[CurvePoint]:
+def learning_curve(runs: Sequence[BertRun], reference: str = "cpu-quick",
+                   pretraining_seed: int | None = 0) -> list[CurvePoint]:
     """Every (pretraining run, task) pair among ``runs`` whose model sizes and fine-tuning recipe equal those of
     the pretraining config named ``reference``, sorted by variant, task and tokens.
+
+    ``pretraining_seed`` keeps the pretraining runs made with that seed (0, the default, is the seed of every
+    budget; ``None`` keeps every seed, so that one budget may hold several points of a variant).
 
     Raises:
         ValueError: no pretraining run of config ``reference`` is among ``runs``.
@@ -77,6 +82,8 @@ def learning_curve(runs: Sequence[BertRun], reference: str = "cpu-quick") -> lis
             continue
         source = pre.get(Path(run.final["pretrained"]).name)
         if source is None or _model_key(source) != sizes or run.final["config"] not in ft_recipes:
+            continue
+        if pretraining_seed is not None and seed_of(source) != pretraining_seed:
             continue
         f = run.final
         points.append(CurvePoint(f["variant"], f["task"], pretraining_tokens(source.provenance["config"],

@@ -161,7 +161,8 @@ def bert_results_table(runs: list[BertRun], config: str | None = None) -> str:
     tokens/s with the number of threads it ran on, and each task's test accuracy as mean ± std over the
     fine-tuning seeds. (Speeds of runs on a shared machine are not comparable; see the throughput benchmark.)
 
-    ``config`` keeps only the pretraining runs of that named config (and the fine-tuning runs made from them)."""
+    ``config`` keeps only the pretraining runs of that named config (and the fine-tuning runs made from them). A
+    pretraining seed other than 0 is named after the variant: ``absolute (seed 1)``."""
     pre = [r for r in runs if r.is_pretraining and (config is None or r.final["config"] == config)]
     names = {r.name for r in pre}
     tasks = sorted({r.final["task"] for r in runs if not r.is_pretraining and Path(r.final["pretrained"]).name in names})
@@ -169,8 +170,9 @@ def bert_results_table(runs: list[BertRun], config: str | None = None) -> str:
     lines = ["| " + " | ".join(header + [t.upper() for t in tasks]) + " |", "|" + "---|" * (len(header) + len(tasks))]
     for r in pre:
         f = r.final
-        cells = [f["variant"], f["config"], str(f["steps"]), f"{f['val_loss']:.3f}", f"{100 * f['val_acc']:.1f}%",
-                 f"{f['tokens_per_s']:.0f} ({r.provenance.get('torch_threads', '?')})"]
+        seed = r.provenance.get("config", {}).get("seed", 0)  # a second pretraining seed gets a row of its own
+        cells = [f["variant"] + (f" (seed {seed})" if seed else ""), f["config"], str(f["steps"]), f"{f['val_loss']:.3f}",
+                 f"{100 * f['val_acc']:.1f}%", f"{f['tokens_per_s']:.0f} ({r.provenance.get('torch_threads', '?')})"]
         for t in tasks:
             ft = [x for x in runs if not x.is_pretraining and x.final["task"] == t and
                   Path(x.final["pretrained"]).name == r.name]
