@@ -1,7 +1,7 @@
 """Data sets used by the book: where they are found, how they are read, and small examples for the chapters.
 
 Images (Cordonnier et al. 2020): :mod:`~attnconv.data.cifar10` (CIFAR-10 and example images, read by
-``cifar10_files``, cached by :mod:`~attnconv.data.cache`) and :mod:`~attnconv.data.augment`
+``cifar10_files``, cached by :mod:`~attnconv.data.cache`), :mod:`~attnconv.data.photo` (a photograph that needs no download) and :mod:`~attnconv.data.augment`
 (crops and flips on the device).
 
 Text (Chang et al. 2021): :mod:`~attnconv.data.corpus` (NLTK corpora for pretraining, read from the zips by
@@ -20,9 +20,10 @@ from .cifar10 import (CIFAR10, CIFAR10_CLASSES, CIFAR10_MD5, ExampleImage, defau
 from .corpus import PRETRAIN_CORPORA, Corpus, Document, load_corpus
 from .download import in_colab, prepare_data, reader_may_download
 from .paths import data_root
+from .photo import example_photo
 from .tasks import TASKS, TaskData, TextExample, load_task
 
 __all__ = ["CIFAR10", "CIFAR10_CLASSES", "CIFAR10_MD5", "CIFAR10_MEAN", "CIFAR10_STD", "CropFlip", "CropFlipParams",
-           "ExampleImage", "data_root", "default_cache_dir", "example_image", "generated_cifar10", "load_cifar10",
+           "ExampleImage", "data_root", "default_cache_dir", "example_image", "example_photo", "generated_cifar10", "load_cifar10",
            "in_colab", "normalize", "prepare_data", "reader_may_download", "stand_in_notice"]
 __all__ += ["PRETRAIN_CORPORA", "TASKS", "Corpus", "Document", "TaskData", "TextExample", "load_corpus", "load_task"]

@@ -33,7 +33,7 @@ class ExampleImage:
 
     Attributes:
         pixels: ``(32, 32, 3)`` uint8 tensor, (H, W, C).
-        label: class name, or ``"generated"``.
+        label: class name, ``"photograph"`` (:func:`~attnconv.data.photo.example_photo`) or ``"generated"``.
         source: a sentence saying which data this is, for the chapter to print.
         book: the image is one the book's numbers were measured on (the official archive or the JPEG
             re-encoding of the same split); a chapter checks the numbers it quotes only then.
@@ -47,6 +47,9 @@ class ExampleImage:
     @property
     def is_real(self) -> bool:
         return self.label != "generated"
+
+
+STAND_INS = ("generated", "photograph")  # what example_image shows without CIFAR-10
 
 
 def generated_image(size: int = 32, seed: int = 0) -> torch.Tensor:
@@ -64,8 +67,13 @@ def generated_image(size: int = 32, seed: int = 0) -> torch.Tensor:
     return torch.from_numpy((np.clip(img, 0, 1) * 255).round().astype(np.uint8))
 
 
-def example_image(index: int = 0, split: str = "test", label: str | None = None) -> ExampleImage:
-    """Image number ``index`` of a CIFAR-10 split when a local copy exists, else a generated stand-in.
+def example_image(index: int = 0, split: str = "test", label: str | None = None, stand_in: str = "generated"
+                  ) -> ExampleImage:
+    """Image number ``index`` of a CIFAR-10 split when a local copy exists, else a stand-in.
+
+    ``stand_in`` picks the stand-in: ``"generated"`` (a synthetic image, distinct per ``index``) or
+    ``"photograph"`` (the real photograph of :func:`~attnconv.data.photo.example_photo`, the same for every
+    ``index``, which matplotlib ships: no download).
 
     With ``label`` (a class name), ``index`` counts within that class only: ``example_image(0, label="cat")`` is
     the first cat of any copy, of whatever size (a mirror's, a test's), where a flat index assumes 1,000 per class.
@@ -76,17 +84,20 @@ def example_image(index: int = 0, split: str = "test", label: str | None = None)
     the copy, so ``index`` is stable across machines for one kind of copy.
 
     Raises:
-        ValueError: ``split`` is not ``"train"`` or ``"test"``, or ``index`` is out of range.
+        ValueError: ``split`` is not ``"train"`` or ``"test"``, ``stand_in`` is not ``"generated"`` or
+            ``"photograph"``, or ``index`` is out of range.
         RuntimeError: the local zip exists but cannot be read as the expected archive.
     """
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    if stand_in not in STAND_INS:
+        raise ValueError(f"stand_in must be one of {STAND_INS}, got {stand_in!r}")
     if label is not None and label not in CIFAR10_CLASSES:
         raise ValueError(f"label must be one of {CIFAR10_CLASSES} or None, got {label!r}")
     root = data_root()
     archive = None if root is None else root / "cifar10-jpeg" / f"{split}.zip"
     if archive is None or not archive.is_file():
-        return _example_from_arrays(index, split, label)
+        return _example_from_arrays(index, split, label, stand_in)
     try:
         with zipfile.ZipFile(archive) as zf:
             names = sorted(n for n in zf.namelist() if n.lower().endswith((".jpg", ".jpeg", ".png")))
@@ -125,11 +136,16 @@ def _which(split: str, index: int, label: str | None, found: str) -> str:
     return f"CIFAR-10 {split} image {index} of class {label}"
 
 
-def _example_from_arrays(index: int, split: str, label: str | None = None) -> ExampleImage:
-    """:func:`example_image` from an official copy that needs no download, else a generated stand-in."""
+def _example_from_arrays(index: int, split: str, label: str | None = None, stand_in: str = "generated"
+                         ) -> ExampleImage:
+    """:func:`example_image` from an official copy that needs no download, else the stand-in ``stand_in``."""
     try:
         data = load_cifar10(download=False, expected_sizes=None)
     except FileNotFoundError:
+        if stand_in == "photograph":
+            from .photo import example_photo
+
+            return example_photo()
         seed = index if label is None else 1000 * CIFAR10_CLASSES.index(label) + index  # distinct per class too
         return ExampleImage(generated_image(seed=seed), "generated", stand_in_notice("a generated 32x32 image"))
     images, labels = (data.train_images, data.train_labels) if split == "train" else (data.test_images, data.test_labels)
