@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from .._checks import int_at_least
+from .cifar10 import ExampleImage, generated_image, stand_in_notice
 
 PHOTO_NAME = "grace_hopper.jpg"
 PHOTO_SHA256 = "a8ca6d734765703b09728ab47fe59f473d93ae3967fc24c7c0288c3c7adb7130"
@@ -32,8 +33,9 @@ def photo_path() -> Path | None:
     return path if path.is_file() else None
 
 
-def example_photo(size: int = 32):
-    """The photograph as a ``(size, size, 3)`` uint8 :class:`~attnconv.data.ExampleImage`, with where it came from.
+def example_photo(size: int = 32) -> ExampleImage:
+    """The photograph as a ``(size, size, 3)`` uint8 :class:`~attnconv.data.cifar10.ExampleImage`, with where it
+    came from.
 
     The top ``512 x 512`` square of the portrait is averaged over blocks of ``512 // size`` pixels a side (an exact
     box filter in float64, then rounded), so the pixels depend only on the decoded JPEG. ``size=32`` is CIFAR-10's
@@ -43,8 +45,6 @@ def example_photo(size: int = 32):
         ValueError: ``size`` is not a power of two from 1 to 512 (it must divide 512).
     """
     from PIL import Image
-
-    from .cifar10 import ExampleImage, generated_image, stand_in_notice
 
     int_at_least("size", size, 1)
     if size > PHOTO_SIDE or PHOTO_SIDE % size:
