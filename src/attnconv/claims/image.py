@@ -75,6 +75,15 @@ IMAGE_CLAIMS: tuple[Claim, ...] = (
           f"{CH03}#lem-quadratic",
           ("tests/test_proofs_image.py::test_claim_verified_and_wrong_variant_rejected",
            "tests/test_finite_alpha.py::test_shift_invariance_numerically")),
+    Claim("gaussian-kernel", "a quadratic head's attention over positions is Nadaraya-Watson kernel regression with "
+          "a Gaussian kernel centred at Δ, bandwidth σ = 1/√(2α): the square expanded, -α‖Δ‖² cancels (any d, N)",
+          "rem-kernel-regression", img.gaussian_kernel_regression,
+          (("a sign error in the cross term, -2αΔ·δ (a kernel centred at -Δ)",
+            partial(img.gaussian_kernel_regression, cross_coefficient=-2)),
+           ("the bandwidth 1/√α: the factor 2 missing", partial(img.gaussian_kernel_regression, bandwidth_factor=1))),
+          f"{CH03}#rem-kernel-regression",
+          ("tests/test_kernel_regression.py::test_quadratic_head_is_gaussian_kernel_regression",
+           "tests/test_kernel_regression.py::test_proof_verifies_and_rejects_each_slip")),
     Claim("hard-limit", "hard attention is the α→∞ limit of the quadratic encoding, derived from its logit: "
           "weight 1 on the unique nearest key", "lem-quadratic", img.hard_attention_limit,
           ((SIGN, partial(img.hard_attention_limit, sign=1)),

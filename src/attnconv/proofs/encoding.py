@@ -12,9 +12,10 @@ import sympy as sp
 
 from ._symbolic import alpha, sum_simplify
 from .limit import axis_limit, gap_lemma
-from .result import ProofResult, verify_equal
+from .result import ProofResult, combine, verify_equal
 
-__all__ = ["quadratic_identity", "shift_invariance", "hard_attention_limit", "softmax_factorization", "centre_offset"]
+__all__ = ["quadratic_identity", "shift_invariance", "gaussian_kernel_regression", "hard_attention_limit",
+           "softmax_factorization", "centre_offset"]
 
 _int = dict(integer=True)
 _pos_int = dict(integer=True, positive=True)
@@ -58,6 +59,60 @@ def shift_invariance(per_entry: bool = False, scaled: bool = False) -> ProofResu
     rhs = sp.exp(x[j]) / sp.Sum(sp.exp(x[k]), (k, 1, n))
     return verify_equal("shift invariance of softmax", "softmax(x + c·1)_j = softmax(x)_j for every length N",
                         lhs, rhs, simplify=sum_simplify, scope="general", variables=("N", "x", "c"))
+
+
+def gaussian_kernel_regression(cross_coefficient: int = 2, bandwidth_factor: int = 2) -> ProofResult:
+    """A quadratic head is Nadaraya-Watson kernel regression over positions, with a Gaussian kernel centred at Δ.
+
+    Two steps, general in the dimension d, the number N of keys, α, every δ and Δ:
+
+    1. Expand the square: -α‖δ - Δ‖² = -α‖δ‖² + 2αΔ·δ - α‖Δ‖², a sum over d axes with d a symbol.
+    2. The head's weights, the softmax over N keys of the logit the encoding computes, -α‖δ_k‖² + 2αΔ·δ_k, equal
+       the Nadaraya-Watson weights K(δ_j - Δ) / Σ_k K(δ_k - Δ) of the Gaussian kernel
+       K(u) = exp(-‖u‖² / (2σ²)) with bandwidth σ = 1/√(2α): the term -α‖Δ‖² is the same for every key and
+       cancels. ‖δ_k‖² and Δ·δ_k are symbols per key, so N stays symbolic.
+
+    Args:
+        cross_coefficient: the coefficient c of αΔ·δ in the expansion and in the logit; 2 is right, -2 (a sign
+            error: a kernel centred at -Δ) and 1 are false variants.
+        bandwidth_factor: f in σ = 1/√(fα); 2 is right, 1 (the missing factor 2) is a false variant.
+    """
+    c = cross_coefficient
+    d = sp.Symbol("d", **_pos_int)
+    a = sp.Symbol("a", **_int)
+    delta, center = sp.IndexedBase("delta", real=True), sp.IndexedBase("Delta", real=True)
+    expansion = verify_equal(
+        "expand the square",
+        f"-α‖δ-Δ‖² = -α‖δ‖² + {c}αΔ·δ - α‖Δ‖², in d dimensions",
+        -alpha * sp.Sum((delta[a] - center[a]) ** 2, (a, 1, d)),
+        -alpha * sp.Sum(delta[a] ** 2, (a, 1, d)) + c * alpha * sp.Sum(center[a] * delta[a], (a, 1, d))
+        - alpha * sp.Sum(center[a] ** 2, (a, 1, d)),
+        simplify=lambda e: sp.simplify(sp.expand(e.doit())), scope="general", variables=("d", "α", "δ", "Δ"))
+
+    n = sp.Symbol("N", **_pos_int)
+    j, k = sp.symbols("j k", **_int)
+    square, dot = sp.IndexedBase("s", real=True), sp.IndexedBase("p", real=True)  # ‖δ_k‖², Δ·δ_k
+    norm_center = sp.Symbol("D", nonnegative=True)  # ‖Δ‖²
+    sigma = 1 / sp.sqrt(bandwidth_factor * alpha)
+
+    def logit(m):  # v·r_δ of key m, as the encoding computes it: no ‖Δ‖² term
+        return -alpha * square[m] + c * alpha * dot[m]
+
+    def kernel(m):  # exp(-‖δ_m - Δ‖² / (2σ²)), the square expanded as in step 1
+        return sp.exp(-(square[m] - 2 * dot[m] + norm_center) / (2 * sigma ** 2))
+
+    weights = verify_equal(
+        "softmax of the logit = Nadaraya-Watson weights",
+        f"softmax_j(-α‖δ_j‖² + {c}αΔ·δ_j) = K(δ_j-Δ)/Σ_k K(δ_k-Δ), K(u) = exp(-‖u‖²/(2σ²)), "
+        f"σ = 1/√({bandwidth_factor}α), for any number N of keys",
+        sp.exp(logit(j)) / sp.Sum(sp.exp(logit(k)), (k, 1, n)),
+        kernel(j) / sp.Sum(kernel(k), (k, 1, n)),
+        simplify=sum_simplify, scope="general", variables=("N", "α", "‖δ_k‖²", "Δ·δ_k", "‖Δ‖²"))
+    return combine(
+        "a quadratic head is Gaussian kernel regression over positions",
+        f"A_{{q,j}} = K(δ_j-Δ)/Σ_k K(δ_k-Δ) with K(u) = exp(-‖u‖²/(2σ²)), σ = 1/√({bandwidth_factor}α), "
+        f"cross term {c}αΔ·δ",
+        (expansion, weights), scope="general", variables=("d", "N", "α", "δ", "Δ"))
 
 
 def _squeeze_steps(sign: int) -> tuple[ProofResult, ProofResult]:

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .encoding import hard_attention_limit, quadratic_identity, shift_invariance, softmax_factorization
+from .encoding import (gaussian_kernel_regression, hard_attention_limit, quadratic_identity, shift_invariance,
+                       softmax_factorization)
 from .finite_alpha import finite_alpha_bound
 from .heads import lemma1_block_identity
 from .padded import dilation_and_stride, one_dimensional_case, theorem1, unpadded_boundary_refutation
@@ -41,6 +42,7 @@ __all__ = [
     "conv_is_sum_of_shifts",
     "quadratic_identity",
     "shift_invariance",
+    "gaussian_kernel_regression",
     "hard_attention_limit",
     "lemma1_block_identity",
     "theorem1",
