@@ -11,6 +11,8 @@
   ``conventions`` (the offset and clip every sequence proof uses, checked against the library).
 - :mod:`attnconv.proofs.rotary`: sinusoidal and rotary positions (Vaswani et al. 2017, Su et al. 2021): when an
   absolute position acts through the offset, and the kernel of a rotary head.
+- :mod:`attnconv.proofs.after`: chapter 08: the scalar SSM as convolution and masked attention (Dao & Gu 2024),
+  stochastic rows of softmax attention (Luo et al. 2022), convolution on patch tokens (Li et al. 2021).
 - :mod:`attnconv.proofs.limit`: the α → ∞ limit of a quadratic head, derived from the encoding's logit.
 - :mod:`attnconv.proofs.result`: :class:`~attnconv.proofs.result.ProofResult` and
   :func:`~attnconv.proofs.result.verify_equal`.
@@ -19,8 +21,8 @@ Most proofs take arguments that build false variants of the claim, which the pro
 arguments that keep it true (an off-grid centre), which it must still verify.
 """
 
-from . import conventions, encoding, finite_alpha, heads, image, kernels, limit, padded, rank, rotary, sequence
+from . import after, conventions, encoding, finite_alpha, heads, image, kernels, limit, padded, rank, rotary, sequence
 from .result import ProofResult, verify_equal
 
-__all__ = ["ProofResult", "conventions", "encoding", "finite_alpha", "heads", "image", "kernels", "limit", "padded", "rank",
+__all__ = ["ProofResult", "after", "conventions", "encoding", "finite_alpha", "heads", "image", "kernels", "limit", "padded", "rank",
            "rotary", "sequence", "verify_equal"]
