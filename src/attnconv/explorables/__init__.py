@@ -24,6 +24,7 @@ once per animation frame; chapter 06's network runs at most a few times a second
 - :func:`~attnconv.explorables.attention_map.attention_explorable` (chapter 02, ``ch02-attention``)
 - :func:`~attnconv.explorables.bias_kernel.bias_explorable` (chapter 05, ``ch05-bias``)
 - :func:`~attnconv.explorables.vision_model.vision_explorable` (chapter 06, ``ch06-model``)
+- :func:`~attnconv.explorables.ssm_duality.ssm_explorable` (chapter 08, ``ch08-ssm``)
 """
 
 from __future__ import annotations
