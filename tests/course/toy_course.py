@@ -1,6 +1,6 @@
-"""A small synthetic chapter for the grader's tests: its checks (written into a module that the grader, the
-sandbox, the checker and the kernel all import, as a course's own exercises would be), its untouched student
-notebook (every answer a stub) and its honest solution."""
+"""A small synthetic chapter for the grader's tests: its checks (written into a module passed as ``--checks``, as a
+course's own private exercises would be: the grader and the checker import it, the kernel and the sandbox never
+see it), its untouched student notebook (every answer a stub) and its honest solution."""
 
 from __future__ import annotations
 
@@ -53,7 +53,9 @@ register("ex-toy-essay", "99_toy", "conceptual", 5, written=3)(None)
 LABELS = ("ex-toy-answer", "ex-toy-square", "ex-toy-sym", "ex-toy-essay")
 MAX = 4
 
-SETUP = "import toy_checks\nimport sympy as sp\nfrom attnconv.course import verify\nxs = [7]"
+SETUP = ("import sympy as sp\nfrom attnconv.course import verify\nxs = [7]\n"
+         "try:\n    import toy_checks  # the course's checks, where a student has them; never in the grader's kernel\n"
+         "except ImportError:\n    pass")
 STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 ANSWER = 'answer = 6 * 7\nverify("ex-toy-answer", answer=answer)'
 SQUARE = 'def square(x):\n    return x * x\nverify("ex-toy-square", square=square, xs=xs)'

@@ -32,7 +32,7 @@ from pathlib import Path
 from .exercises.core import CheckResult
 from .isolation import Isolation, Limits, clean_env, detect
 
-__all__ = ["Checker", "Library", "parse_results"]
+__all__ = ["Checker", "Library", "parse_results", "private_paths", "python_path"]
 
 MARKER = "@@ATTNCONV-CHECKER@@"
 
@@ -47,27 +47,28 @@ class Library:
 
     @classmethod
     def capture(cls, checks: tuple[str, ...] = ()) -> Library:
-        """The library as it is now (cached per process: the first call is the pristine copy)."""
+        """The library as it is now (cached per process: the first call is the pristine copy). With ``checks``, the
+        copy the checker imports; without, the copy the kernel and the sandbox import (``attnconv`` alone, cached by
+        the same first call)."""
         if checks in cls._cache:
             return cls._cache[checks]
         import attnconv
 
+        own = cls._read([Path(attnconv.__file__).resolve().parent])
+        cls._cache.setdefault((), cls(own))
+        cls._cache[checks] = library = cls({**own, **cls._read(_roots(checks))}) if checks else cls._cache[()]
+        return library
+
+    @staticmethod
+    def _read(roots: list[Path]) -> dict[str, bytes]:
         files: dict[str, bytes] = {}
-        roots = [Path(attnconv.__file__).resolve().parent]
-        for module in checks:
-            spec = importlib.util.find_spec(module.split(".")[0])
-            if spec is None or spec.origin is None:
-                raise ValueError(f"checks module {module!r} cannot be found")
-            origin = Path(spec.origin).resolve()
-            roots.append(origin.parent if origin.name == "__init__.py" else origin)
         for root in roots:
             paths = [root] if root.is_file() else sorted(root.rglob("*"))
             for path in paths:
                 if (path.is_file() and "__pycache__" not in path.parts and "_records" not in path.parts
                         and path.suffix not in (".pyc", ".tmp")):  # records reach the kernel as $ATTNCONV_RESULTS
                     files[str(path.relative_to(root.parent))] = path.read_bytes()
-        cls._cache[checks] = library = cls(files)
-        return library
+        return files
 
     def write(self, folder: Path) -> Path:
         """Write the files under ``folder`` (readable by all, writable by the grader only); returns ``folder``."""
@@ -81,15 +82,45 @@ class Library:
         return folder
 
 
-def python_path(library: Path) -> str:
-    """PYTHONPATH for a student's process: the pristine library first, then the grader's own packages."""
+def _roots(checks: tuple[str, ...]) -> list[Path]:
+    """The source of each ``--checks`` module: its file, or its package's folder."""
+    roots = []
+    for module in checks:
+        spec = importlib.util.find_spec(module.split(".")[0])
+        if spec is None or spec.origin is None:
+            raise ValueError(f"checks module {module!r} cannot be found")
+        origin = Path(spec.origin).resolve()
+        roots.append(origin.parent if origin.name == "__init__.py" else origin)
+    return roots
+
+
+def private_paths(checks: tuple[str, ...]) -> list[Path]:
+    """Everything of the ``--checks`` modules that a student's process must not read: their sources and their
+    compiled copies (``__pycache__``), as given and resolved."""
+    found = []
+    for root in _roots(checks):
+        found.append(root)
+        if root.is_file():
+            found += sorted((root.parent / "__pycache__").glob(f"{root.stem}.*.pyc"))
+    for module in checks:  # the way Python found it, which may go through a link
+        spec = importlib.util.find_spec(module.split(".")[0])
+        if spec is not None and spec.origin:
+            found.append(Path(spec.origin).absolute())
+    return list(dict.fromkeys(p for p in found if p.exists()))
+
+
+def python_path(library: Path, private: tuple[str, ...] = ()) -> str:
+    """PYTHONPATH for a student's process: the pristine library first, then the grader's own packages, without the
+    folders the ``private`` checks modules were found in (unless they are an installation's site-packages)."""
     import attnconv
 
     own = str(Path(attnconv.__file__).resolve().parents[1])
     if Path(own).name in ("site-packages", "dist-packages"):  # an installed attnconv: its neighbours are needed
         own = ""
     here = os.path.realpath(os.getcwd())  # the grader's working folder is no place to import from
-    rest = [p for p in sys.path if p and os.path.isdir(p) and os.path.realpath(p) not in (own, here)]
+    closed = {os.path.realpath(root.parent) for root in _roots(private)
+              if root.parent.name not in ("site-packages", "dist-packages")}
+    rest = [p for p in sys.path if p and os.path.isdir(p) and os.path.realpath(p) not in (own, here, *closed)]
     return os.pathsep.join(dict.fromkeys([str(library)] + rest))
 
 
@@ -113,18 +144,29 @@ def parse_results(text: str) -> list[CheckResult]:
 
 
 class Checker:
-    """A checker process for one submission (a context manager); :meth:`check` checks one exercise."""
+    """A checker process for one submission (a context manager); :meth:`check` checks one exercise.
+
+    Its library (``attnconv`` and the ``--checks`` modules) is a folder of its own, ``checker-library``, which as
+    root belongs to the checker's own user (``Isolation.checker_uid``) and is closed to everyone else, the kernel's
+    user included; ``hide`` names what it must not see (the submission, the kernel's scratch folder)."""
 
     def __init__(self, checks: tuple[str, ...] = (), exercise_timeout: float = 120, memory_mb: int = 6144,
-                 isolation: Isolation | None = None, folder: Path | None = None) -> None:
+                 isolation: Isolation | None = None, folder: Path | None = None, hide: tuple[Path, ...] = (),
+                 deadline: float | None = None) -> None:
         self.checks, self.timeout, self.memory_mb = tuple(checks), exercise_timeout, memory_mb
         self.isolation = isolation or detect()
+        self.hide, self.deadline = tuple(hide), deadline
         self._own = folder is None
         self.folder = Path(tempfile.mkdtemp(prefix="attnconv-checker-")) if folder is None else folder
         self.folder.chmod(0o711)
-        self.library = self.folder / "library"
+        self.library = self.folder / "checker-library"
+        self.uid = self.isolation.checker_uid if os.geteuid() == 0 else None
         if not self.library.exists():
             Library.capture(self.checks).write(self.library)
+            if self.uid is not None:
+                for path in [self.library, *self.library.rglob("*")]:
+                    os.chown(path, self.uid, self.uid, follow_symlinks=False)
+                self.library.chmod(0o500)  # read-only, and closed to the kernel's user
         self.proc: subprocess.Popen | None = None
 
     def __enter__(self) -> Checker:
@@ -135,14 +177,15 @@ class Checker:
 
     def _start(self) -> subprocess.Popen:
         scratch = self.folder / "checker"
-        self.isolation.prepare(scratch)
+        self.isolation.prepare(scratch, self.uid)
         env = clean_env({"PYTHONPATH": python_path(self.library), "HOME": str(scratch), "OMP_NUM_THREADS": "1",
                          "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1"})
         # -P (Python 3.11+): the working folder is not put on sys.path; it is the read-only library in any case
         safe = ["-P"] if sys.version_info >= (3, 11) else []
         cmd = self.isolation.command([sys.executable, *safe, "-m", "attnconv.course.checker", json.dumps(self.checks)],
                                      scratch, env, Limits(memory_mb=self.memory_mb, cpu_s=int(self.timeout) * 50),
-                                     cwd=self.library, readable=(self.library,))
+                                     cwd=self.library, readable=(self.library,), hide=self.hide, uid=self.uid,
+                                     gid=self.uid)
         return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
 
@@ -168,28 +211,52 @@ class Checker:
 
             shutil.rmtree(self.folder, ignore_errors=True)
 
-    def check(self, label: str, answers: str, seed: int) -> list[CheckResult]:
-        """Decode ``answers`` (wire JSON text) and run ``label``'s check in the checker; never raises."""
+    def _ask(self, request: dict) -> tuple[str | None, str]:
+        """Send one request; the reply line, or ``None`` and why not."""
         if self.proc is None or self.proc.poll() is not None:
             self._kill()
             self.proc = self._start()
-        request = json.dumps({"label": label, "answers": answers, "seed": int(seed)}) + "\n"
         try:
-            self.proc.stdin.write(request.encode())
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
             self.proc.stdin.flush()
         except OSError:
             self._kill()
-            return [CheckResult(False, "the checker stopped before it could read your answers (too large?)")]
-        line = self._read_line(time.monotonic() + self.timeout)
+            return None, "the checker stopped before it could read your answers (too large?)"
+        limit = self.timeout if self.deadline is None else max(1.0, min(self.timeout, self.deadline - time.monotonic()))
+        line = self._read_line(time.monotonic() + limit)
         if line is None:
             died = self.proc.poll() is not None
             self._kill()
-            return [CheckResult(False, "checking your answer ran past the checker's memory limit" if died else
-                                f"checking your answer ran past the checker's {self.timeout:.0f} s time limit")]
+            if died:
+                return None, "checking your answer ran past the checker's memory limit"
+            if limit < self.timeout:
+                return None, "checking your answer was stopped when the submission's time budget ran out"
+            return None, f"checking your answer ran past the checker's {self.timeout:.0f} s time limit"
+        return line, ""
+
+    def check(self, label: str, answers: str, seed: int) -> list[CheckResult]:
+        """Decode ``answers`` (wire JSON text) and run ``label``'s check in the checker; never raises."""
+        line, why = self._ask({"label": label, "answers": answers, "seed": int(seed)})
+        if line is None:
+            return [CheckResult(False, why)]
         try:
             return parse_results(line)
         except ValueError as err:
             return [CheckResult(False, f"the checker's reply could not be read ({err})")]
+
+    def inputs(self, label: str, seed: int) -> tuple[str | None, str]:
+        """The hidden inputs of function exercise ``label`` for ``seed``, built here from the checks and encoded as
+        data (:mod:`attnconv.course.wire`) for the sandbox, which never sees the checks; or ``(None, why)``."""
+        line, why = self._ask({"label": label, "inputs": True, "seed": int(seed)})
+        if line is None:
+            return None, why.replace("checking your answer", "building the hidden inputs")
+        try:
+            reply = json.loads(line)
+            if isinstance(reply.get("inputs"), str):
+                return reply["inputs"], ""
+            return None, f"the hidden inputs could not be built ({str(reply.get('error'))[:200]})"
+        except (ValueError, AttributeError):
+            return None, "the checker's reply could not be read"
 
     def _read_line(self, deadline: float) -> str | None:
         buffer = b""
@@ -224,6 +291,13 @@ def _main() -> int:
         try:
             request = json.loads(line)
             exercise = EXERCISES[request["label"]]
+            if request.get("inputs"):  # the hidden inputs of a private function exercise, as data for the sandbox
+                inputs = wire.dumps(exercise.context(request["seed"]))
+                if "__object__" in inputs:
+                    raise ValueError(f"the hidden inputs of {exercise.label} are not all data (numbers, lists, "
+                                     "tensors, arrays, SymPy): a private check's context must return data")
+                os.write(out, (MARKER + json.dumps({"inputs": inputs}) + "\n").encode())
+                continue
             try:
                 answers = wire.loads(request["answers"])
             except (ValueError, SyntaxError, TypeError, KeyError, RecursionError) as err:

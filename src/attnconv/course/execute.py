@@ -32,6 +32,8 @@ from .isolation import Isolation, Limits, clean_env
 __all__ = ["KernelRun", "become_subreaper", "descendants", "kill_tree", "run_notebook"]
 
 MARKER = "@@ATTNCONV-ANSWERS@@"
+OUTPUT_CAP = 8 * 2**20  # characters of output kept per notebook (all cells but the answer captures)
+ANSWER_CAP = 64 * 2**20  # characters of one exercise's answers, read back as one line
 CAPTURE_TIMEOUT = 120  # seconds to hand one exercise's answers back (a large tensor on a busy machine)
 GRACE = 10  # seconds a cell has to stop after it was interrupted
 
@@ -46,6 +48,7 @@ class KernelRun:
     captured: dict[str, str] = field(default_factory=dict)
     errors: dict[int, dict] = field(default_factory=dict)
     died_at: int | None = None
+    dropped: list[str] = field(default_factory=list)  # what the caps left out, in the report's words
 
 
 def become_subreaper() -> bool:
@@ -187,11 +190,31 @@ def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonc
     from nbclient.exceptions import CellExecutionError, DeadKernelError
 
     run = KernelRun()
+    kept = {"output": 0, "answer": 0, "dropped": 0, "capturing": False}
+
+    class CappedClient(NotebookClient):
+        """Keeps at most OUTPUT_CAP characters of the notebook's outputs, and ANSWER_CAP of each answer capture;
+        the rest is counted and dropped, never held."""
+
+        def output(self, outs, msg, display_id, cell_index):
+            content = msg.get("content", {})
+            if msg.get("msg_type") == "error":  # kept, so that the failed cell is known, but cut to size
+                content["evalue"] = str(content.get("evalue", ""))[:2000]
+                content["traceback"] = [str(line)[:2000] for line in (content.get("traceback") or [])[-30:]]
+            size = sum(len(str(v)) for v in (content.get("data") or {}).values()) + len(str(content.get("text", ""))) \
+                + sum(len(str(line)) for line in content.get("traceback", []) or [])
+            which, cap = ("answer", ANSWER_CAP) if kept["capturing"] else ("output", OUTPUT_CAP)
+            if kept[which] + size > cap and msg.get("msg_type") != "error":
+                kept["dropped"] += size
+                return None
+            kept[which] += size
+            return super().output(outs, msg, display_id, cell_index)
+
     env = clean_env({"PYTHONPATH": pythonpath, "HOME": str(scratch), "IPYTHONDIR": str(scratch / ".ipython"),
                      "MPLCONFIGDIR": str(scratch / ".matplotlib"), "MPLBACKEND": "Agg",
                      "PYTHONDONTWRITEBYTECODE": "1", "JUPYTER_PLATFORM_DIRS": "1", **(extra_env or {})})
     manager = _isolated_manager(isolation, scratch, cwd, env, limits, hide, (library,))
-    client = NotebookClient(nb, km=manager, timeout=cell_timeout, allow_errors=True, interrupt_on_timeout=True,
+    client = CappedClient(nb, km=manager, timeout=cell_timeout, allow_errors=True, interrupt_on_timeout=True,
                             error_on_timeout={"ename": "CellTimeout", "evalue": "time limit"}, log=_QUIET,
                             resources={"metadata": {"path": str(cwd)}}, startup_timeout=180)
     start = time.monotonic()
@@ -258,6 +281,7 @@ def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonc
                     wait = max(5, min(CAPTURE_TIMEOUT, total_timeout - (time.monotonic() - start)))
                     client.timeout = int(wait)
                     deadline["at"] = time.monotonic() + wait + GRACE
+                    kept["capturing"], kept["answer"] = True, 0
                     try:
                         client.execute_cell(capture, index)
                     except DeadKernelError:
@@ -267,6 +291,7 @@ def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonc
                     except CellExecutionError:
                         pass
                     finally:
+                        kept["capturing"] = False
                         deadline["at"] = None
                         nb.cells[index] = cell  # nbclient stores the executed cell at the index it is given
                     for out in capture.get("outputs", []):
@@ -284,6 +309,10 @@ def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonc
         run.errors[-1] = {"ename": "KernelStart", "evalue": f"the kernel did not start ({str(err)[:200]})"}
         run.died_at = -1
     finally:
+        if kept["dropped"]:
+            run.dropped.append(f"{kept['dropped']:,} characters of output were dropped (the grader keeps "
+                               f"{OUTPUT_CAP // 2**20} MiB of a notebook's output and {ANSWER_CAP // 2**20} MiB of "
+                               "each exercise's answers)")
         done.set()
         process = getattr(manager.provisioner, "process", None) if manager.provisioner else None
         if process is not None:

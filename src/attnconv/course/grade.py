@@ -37,7 +37,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .checker import Checker, Library, python_path
+from .checker import Checker, Library, private_paths, python_path
 from .execute import become_subreaper, descendants, kill_tree, run_notebook
 from .escape import exit_status, plain, visible
 from .exercises import exercises_for, score_results
@@ -46,7 +46,7 @@ from .gradebook import write_gradebook
 from ..records import RESULTS_ENV_VAR, results_dir
 from .isolation import Isolation, Limits, detect
 from .report import ExerciseGrade, GradeReport, answer_cells, read_notebook, resolve_chapter, written_answers
-from .sandbox import run_function_exercise
+from .sandbox import is_private, portable_probe, run_function_exercise
 from .sheets import read_sheet, sheet_conflicts, write_sheet
 
 __all__ = ["ExerciseGrade", "GradeReport", "grade_folder", "grade_notebook", "main", "read_sheet",
@@ -94,8 +94,11 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
                    hide: tuple[Path, ...] = ()) -> GradeReport:
     """Execute ``path`` isolated and grade the exercises of ``chapter`` (default: the file's stem, ``NN_name``).
 
-    ``checks`` names extra modules that register exercises of their own (a course's additions); the grader, the
-    sandbox and the checker import them. ``seed`` fixes the hidden inputs (default: a fresh random seed).
+    ``checks`` names extra modules that register exercises of their own (a course's additions); the grader and the
+    checker import them, and no process that runs the student's code can read them (the kernel and the sandbox
+    import ``attnconv`` alone; a private function exercise's hidden inputs are built by the checker and reach the
+    sandbox as data). ``total_timeout`` is the submission's one wall-clock budget: the kernel, the sandbox's reruns
+    and the checker all stop when it is spent. ``seed`` fixes the hidden inputs (default: a fresh random seed).
     ``hide``: folders the student's code must not see (the other submissions, the sheets).
 
     Raises:
@@ -108,6 +111,10 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
     chapter = resolve_chapter(chapter or path.stem)
     isolation = isolation or detect()
     graded = [e for e in exercises_for(chapter) if e.graded]
+    private = tuple(checks)
+    for e in graded:  # fails before any student code runs when a private probe would need the checks
+        if e.sandboxed and is_private(e):
+            portable_probe(e, private)
     nb = read_notebook(path)
     report = GradeReport(str(path), chapter, isolation=isolation.summary())
     report.problems += isolation.missing()
@@ -122,10 +129,13 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
     with _LOCK:
         _ACTIVE[0] += 1
     start = time.monotonic()
+    deadline = start + total_timeout  # one budget: kernel, sandbox and checker together
+    kernel_budget = max(1, total_timeout - min(total_timeout // 4, 300))  # the rest is kept for checking
     folder = Path(tempfile.mkdtemp(prefix="attnconv-grade-"))
+    checker = None
     try:
         folder.chmod(0o711)
-        lib = library.write(folder / "library")
+        lib = Library.capture(()).write(folder / "library")  # attnconv only: the checks stay with the checker
         scratch = folder / "scratch"
         isolation.prepare(scratch)
         cwd = scratch / "notebook"  # the notebook's folder, so that an older edition's ../results resolves too
@@ -135,30 +145,46 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
         if records is not None:
             (scratch / "results").symlink_to(records)
         hidden = tuple(hide) + (path.resolve().parent,)
-        run = run_notebook(nb, capture_after, secrets.token_hex(8), isolation, scratch, cwd, lib, python_path(lib),
-                           Limits(memory_mb=memory_mb, cpu_s=total_timeout + 60), cell_timeout, total_timeout,
-                           hide=hidden, extra_env={RESULTS_ENV_VAR: str(records)} if records is not None else None)
+        checker = Checker(private, exercise_timeout=max(60, cell_timeout), isolation=isolation, folder=folder,
+                          hide=hidden + (scratch,), deadline=deadline)
+        secret = hidden + (checker.library,) + tuple(private_paths(private))
+        extra = {"ATTNCONV_GRADING": "1"} | ({RESULTS_ENV_VAR: str(records)} if records is not None else {})
+        run = run_notebook(nb, capture_after, secrets.token_hex(8), isolation, scratch, cwd, lib,
+                           python_path(lib, private), Limits(memory_mb=memory_mb, cpu_s=total_timeout + 60),
+                           cell_timeout, kernel_budget, hide=secret, extra_env=extra)
         report.cell_errors = [{"cell": i, "ename": e["ename"], "evalue": e["evalue"]}
                               for i, e in sorted(run.errors.items())]
+        report.problems += run.dropped
         report.written, problems = written_answers(nb, chapter)
         report.problems += problems
 
         seed = secrets.randbits(48) if seed is None else seed
         reasons = {e.label: _later(e.label, cells[e.label], run.died_at) or _own_error(
-            e.label, run.errors.get(cells[e.label]), cell_timeout, total_timeout) for e in graded if e.label in cells}
+            e.label, run.errors.get(cells[e.label]), cell_timeout, kernel_budget) for e in graded if e.label in cells}
         sandboxed = [e for e in graded if e.sandboxed and e.label in cells and reasons[e.label] is None]
         seeds = {e.label: seed + i for i, e in enumerate(graded)}
+        given = {e.label: checker.inputs(e.label, seeds[e.label]) for e in sandboxed if is_private(e)}
+
+        def rerun(e: Exercise) -> tuple[dict | None, str]:
+            left = deadline - time.monotonic()
+            if left < 1:
+                return None, "the submission's time budget ran out before your cell ran on hidden inputs"
+            if e.label in given and given[e.label][0] is None:
+                return None, given[e.label][1]
+            return run_function_exercise(e.label, nb.cells[cells[e.label]].source, seeds[e.label],
+                                         min(cell_timeout + 60, left), private, folder=folder, isolation=isolation,
+                                         inputs=given.get(e.label, (None,))[0],
+                                         probe=portable_probe(e, private) if e.label in given else None,
+                                         hide=secret)
+
         with ThreadPoolExecutor(max_workers=2) as pool:
-            runs = {e.label: pool.submit(run_function_exercise, e.label, nb.cells[cells[e.label]].source,
-                                         seeds[e.label], cell_timeout + 60, tuple(checks), folder=folder,
-                                         isolation=isolation) for e in sandboxed}
+            runs = {e.label: pool.submit(rerun, e) for e in sandboxed}
             answers = {label: future.result() for label, future in runs.items()}
-        with Checker(tuple(checks), exercise_timeout=max(60, cell_timeout), isolation=isolation,
-                     folder=folder) as checker:
-            for exercise in graded:
-                report.exercises.append(_grade_one(exercise, cells, reasons, run.captured, answers, seeds,
-                                                   checker))
+        for exercise in graded:
+            report.exercises.append(_grade_one(exercise, cells, reasons, run.captured, answers, seeds, checker))
     finally:
+        if checker is not None:
+            checker.close()
         with _LOCK:
             alone = _ACTIVE[0] == 1
             killed = kill_tree(before) if subreaper and alone else 0  # never another grading's processes

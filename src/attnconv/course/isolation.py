@@ -5,12 +5,17 @@ checker that reads their answers (``attnconv.course.checker``) is started throug
 
 1. this file, run as a script, sets the resource limits (address space, CPU seconds, processes, file size, no
    core dumps), clears the environment down to what Python needs, and ``exec``\\ s the rest;
-2. ``setpriv`` switches to an unprivileged user (``nobody``) when the grader runs as root;
-3. ``bwrap`` (bubblewrap, Debian's ``bubblewrap`` package, the sandbox Flatpak uses) gives the process its own
-   user, PID, network, IPC and UTS namespaces: the whole filesystem is bound read-only, ``/tmp`` is an empty
-   private folder, only the scratch folder is writable, the folders passed as ``hide`` (the submissions, the
-   sheets) are replaced by empty ones, there is no network but loopback, and every process it started dies with
-   it (the PID namespace ends when its first process does).
+2. ``bwrap`` (bubblewrap, Debian's ``bubblewrap`` package, the sandbox Flatpak uses) gives the process its own
+   PID, network, IPC and UTS namespaces: the whole filesystem is bound read-only, ``/tmp`` is an empty private
+   tmpfs of limited size, only the scratch folder is writable, the folders passed as ``hide`` (the submissions,
+   the sheets, the private checks) are replaced by empty ones, there is no network but loopback, and every
+   process it started dies with it (the PID namespace ends when its first process does);
+3. as root, ``setpriv`` then becomes an unprivileged user (``nobody`` for the kernel and the sandbox, a user of its
+   own for the checker) inside the sandbox, for real: outside it too that process is no longer root, so files
+   only root may read stay closed and the process limit binds. A folder the user could not enter on the way to
+   the grader's Python (one under ``/root``) is replaced, in the sandbox only, by an open empty folder holding
+   just what is needed, bound back read-only. Not root, bubblewrap maps the process to ``nobody`` in a user
+   namespace of its own, and outside it stays the grader's (unprivileged) user.
 
 :func:`detect` finds what this machine allows. Without bubblewrap, or without root, grading still works with
 what is left (limits always; a separate user only as root), and :meth:`Isolation.missing` names the protections
@@ -44,12 +49,14 @@ _KEEP_ENV = ("PATH", "LANG", "LC_ALL", "PYTHONHASHSEED", "ATTNCONV_DATA", "MPLBA
 @dataclass(frozen=True)
 class Limits:
     """Resource limits per process: address space (MiB), CPU seconds, file size (MiB), and ``processes``: how many
-    more tasks its user may start (counted on top of those the user runs when it starts)."""
+    more tasks its user may start (counted on top of those the user runs when it starts); ``tmp_mb``: the size of
+    the private ``/tmp`` (a tmpfs), whose pages the address-space limit does not count."""
 
     memory_mb: int = 8192
     cpu_s: int = 3600
     processes: int = 512
     file_mb: int = 1024
+    tmp_mb: int = 256  # the sandbox's private /tmp, a tmpfs of this size
 
 
 @dataclass
@@ -61,6 +68,8 @@ class Isolation:
     uid: int | None = None
     gid: int | None = None
     mapped: bool = False  # bwrap maps the process to nobody inside its user namespace only
+    inside: bool = False  # bwrap runs as root and setpriv switches to the unprivileged user inside the sandbox
+    checker_uid: int | None = None  # the checker's own user (as root), never the kernel's
     protections: dict[str, bool] = field(default_factory=dict)
 
     def missing(self) -> list[str]:
@@ -78,82 +87,138 @@ class Isolation:
         return "; ".join(missing) + (" (full isolation needs bubblewrap, the grader run as root, and a Python "
                                      "that the user nobody can run)")
 
-    def prepare(self, folder: Path) -> None:
-        """Make ``folder`` (a scratch folder) writable by the unprivileged user."""
+    def prepare(self, folder: Path, uid: int | None = None) -> None:
+        """Make ``folder`` (a scratch folder) writable by the unprivileged user (or by ``uid``, group ``uid``)."""
         folder.mkdir(parents=True, exist_ok=True)
-        if self.uid is not None:
+        if uid is not None:
+            os.chown(folder, uid, uid)
+        elif self.uid is not None:
             os.chown(folder, self.uid, self.gid)
         folder.chmod(0o700)
 
     def command(self, argv: list[str], scratch: Path, env: dict[str, str], limits: Limits, cwd: Path | None = None,
-                hide: tuple[Path, ...] = (), readable: tuple[Path, ...] = ()) -> list[str]:
-        """``argv`` wrapped: limits and a clean ``env``, then the user switch and the sandbox where available.
+                hide: tuple[Path, ...] = (), readable: tuple[Path, ...] = (), uid: int | None = None,
+                gid: int | None = None) -> list[str]:
+        """``argv`` wrapped: limits and a clean ``env``, then the sandbox and the user switch where available.
 
-        ``readable`` names private folders (the pristine library) that the unprivileged user must read."""
+        ``readable`` names private folders (the pristine library) that the unprivileged user must read; ``uid`` and
+        ``gid`` replace the unprivileged user (the checker runs as one of its own)."""
+        uid = self.uid if uid is None else uid
+        gid = self.gid if gid is None else gid
         spec = {"limits": vars(limits), "env": env, "cwd": str(cwd or scratch),
-                "uid": self.uid if self.uid is not None else os.getuid()}
+                "uid": uid if uid is not None else os.getuid()}
         cmd = [sys.executable, "-I", "-S", str(Path(__file__).resolve()), json.dumps(spec), "--"]
-        if self.setpriv and self.uid is not None:
-            cmd += [self.setpriv, f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", "--"]
-        if self.bwrap:
-            cmd += [self.bwrap] + (["--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"] if self.mapped else [])
-            cmd += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-                    "--unshare-all", "--die-with-parent"]
-            # Under /tmp: bound again, read-only, in the private /tmp; a folder inside a hidden one after the hiding
-            # (the grader's Python beside the submissions), any other before it (so that it hides nothing again).
-            back = rebound(readable, env, others_only=bool(self.setpriv and self.uid is not None))
-            inside = [p for p in back if any(_under(p, Path(h).resolve()) for h in hide)]
-            for path in [p for p in back if p not in inside]:
-                cmd += ["--ro-bind", str(path), str(path)]
-            for path in hide:
-                if path.is_dir():
-                    cmd += ["--tmpfs", str(path)]
-                elif path.exists():
-                    cmd += ["--ro-bind", "/dev/null", str(path)]
-            for path in inside:
-                cmd += ["--ro-bind", str(path), str(path)]
-            cmd += ["--bind", str(scratch), str(scratch), "--chdir", str(cwd or scratch), "--"]
-        return cmd + list(argv)
+        switch = []
+        if self.setpriv and uid is not None:
+            switch = [self.setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+            if self.inside:  # nothing of root's is left: no capability can come back, not even through an exec
+                switch += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+            switch.append("--")
+        if not self.bwrap:
+            return cmd + switch + list(argv)
+        if self.inside:
+            # bubblewrap runs as root without a user namespace: it builds the view, then setpriv becomes ``uid`` for
+            # real (outside the sandbox too), so root-only files stay closed and the process limit binds.
+            cmd += [self.bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+                    "--unshare-cgroup-try", "--cap-add", "CAP_SETUID,CAP_SETGID,CAP_SETPCAP"]
+        else:
+            cmd += switch + [self.bwrap] + (["--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"] if self.mapped
+                                            else [])
+            cmd += ["--unshare-all"]
+        cmd += ["--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                "--perms", "1777", "--size", str(limits.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+        view = _View(uid if self.inside else None)
+        needed = [p for p in wanted(readable, env) if p.exists()]
+        hidden = [Path(h).absolute() for h in hide]
+        inside = [p for p in needed if any(_under(p, h) or _under(p, h.resolve()) for h in hidden)]
+        for path in sorted([p for p in needed if p not in inside], key=lambda p: len(p.parts)):
+            view.expose(path)
+        for path in hidden:
+            view.hide(path)
+        for path in sorted(inside, key=lambda p: len(p.parts)):
+            view.expose(path)
+        view.expose(Path(scratch).absolute(), writable=True)
+        cmd += view.args + ["--chdir", str(cwd or scratch), "--"]
+        return cmd + (switch if self.inside else []) + list(argv)
 
 
 def _under(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def _open_to_others(path: Path) -> bool:
-    """Whether a user with no claim on ``path`` can reach it: every folder above it enterable by others, and it
-    readable (and, for a folder, enterable) by others."""
-    try:
-        if any(not os.stat(folder).st_mode & 0o001 for folder in path.parents):
+class _View:
+    """The mounts that make some paths reachable in the sandbox, in order: a folder the user cannot enter is
+    replaced by an empty tmpfs it can, and what is needed inside it is bound back (nothing else of it shows);
+    everything under the private ``/tmp`` is bound back the same way. ``uid``: the user the sandbox becomes
+    (``None``: the grader's own, which can enter what it owns)."""
+
+    def __init__(self, uid: int | None) -> None:
+        self.uid, self.args = uid, []
+        self.mounts: dict[Path, str] = {Path("/"): "bound", Path("/tmp"): "made"}
+
+    def _owner(self, path: Path) -> tuple[Path, str]:
+        for folder in [path, *path.parents]:
+            if folder in self.mounts:
+                return folder, self.mounts[folder]
+        return Path("/"), "bound"
+
+    def _closed(self, folder: Path) -> bool:
+        if self.uid is None:
             return False
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return bool(mode & 0o004) and (not path.is_dir() or bool(mode & 0o001))
+        try:
+            st = os.stat(folder)
+        except OSError:
+            return False
+        return not st.st_mode & (0o100 if st.st_uid == self.uid else 0o001)
+
+    def _make(self, folder: Path) -> None:
+        at, kind = self._owner(folder)
+        if kind == "made" and at != folder:
+            self.args += ["--perms", "0755", "--dir", str(folder)]  # a folder of the empty tmpfs above
+        else:
+            self.args += ["--perms", "0755", "--tmpfs", str(folder)]
+        self.mounts[folder] = "made"
+
+    def expose(self, path: Path, writable: bool = False) -> None:
+        for folder in reversed(path.parents[:-1] if len(path.parents) else []):
+            at, kind = self._owner(folder)
+            if (kind == "made" and at != folder) or (kind == "bound" and self._closed(folder)):
+                self._make(folder)
+        at, kind = self._owner(path)
+        if writable or kind == "made" and at != path or kind == "hidden":
+            self.args += ["--bind" if writable else "--ro-bind", str(path), str(path)]
+            self.mounts[path] = "bound"
+
+    def hide(self, path: Path) -> None:
+        at, kind = self._owner(path)
+        if kind == "made" and at != path or not os.path.lexists(path):
+            return  # not in the view anyway
+        if path.is_dir():
+            self.args += ["--perms", "0755", "--tmpfs", str(path)]
+            self.mounts[path] = "made"
+        else:
+            self.args += ["--ro-bind", "/dev/null", str(path)]
+            self.mounts[path] = "hidden"
 
 
-def rebound(readable: tuple[Path, ...], env: dict[str, str], others_only: bool = False) -> list[Path]:
-    """The folders under ``/tmp`` that a sandboxed process needs, each bound back read-only into its private
-    ``/tmp``: ``readable`` (the pristine library), this Python (its executable, prefix and ``sys.path``), the
-    ``PYTHONPATH`` given to the process, and the data and records it is pointed at (``ATTNCONV_DATA``,
-    ``ATTNCONV_RESULTS``). A grader installed in a virtual environment under ``/tmp`` then runs the same as
-    one anywhere else. Nested folders are bound once, through the outermost. ``others_only``: bubblewrap runs as
-    the unprivileged user, which can bind only what it can reach (:func:`_open_to_others`)."""
-    tmp = Path("/tmp").resolve()
-    wanted = [Path(p) for p in readable]
-    wanted += [Path(sys.executable).parent.parent, Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
-    here = Path.cwd().resolve()  # the grader's working folder (sys.path[0] under -m) is nothing the process needs
-    wanted += [Path(p) for p in sys.path if p and Path(p).resolve() != here]
-    wanted += [Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    wanted += [Path(env[k]) for k in ("ATTNCONV_DATA", "ATTNCONV_RESULTS") if env.get(k)]
-    found: list[Path] = []
-    for path in wanted:
-        for candidate in dict.fromkeys([path.absolute(), path.resolve()]):
-            if (_under(candidate, tmp) and candidate != tmp and candidate.exists()
-                    and (not others_only or _open_to_others(candidate))):
+def wanted(readable: tuple[Path, ...], env: dict[str, str]) -> list[Path]:
+    """The folders a sandboxed process reads: ``readable`` (the pristine library), this Python (its executable,
+    prefix and ``sys.path``), the ``PYTHONPATH`` given to the process, and the data and records it is pointed at
+    (``ATTNCONV_DATA``, ``ATTNCONV_RESULTS``), each as given and resolved. The grader's working folder
+    (``sys.path[0]`` under ``-m``) is nothing the process needs."""
+    paths = [Path(p) for p in readable]
+    paths += [Path(sys.executable).parent.parent, Path(sys.executable).resolve().parent.parent, Path(sys.prefix),
+              Path(sys.base_prefix), Path(sys.exec_prefix)]
+    here = Path.cwd().resolve()
+    paths += [Path(p) for p in sys.path if p and Path(p).resolve() != here]
+    paths += [Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    paths += [Path(env[k]) for k in ("ATTNCONV_DATA", "ATTNCONV_RESULTS") if env.get(k)]
+    found = []
+    for path in paths:
+        for candidate in (path.absolute(), path.resolve()):
+            if candidate != Path("/") and candidate not in found:
                 found.append(candidate)
-    found = sorted(set(found), key=lambda p: len(p.parts))
-    return [p for i, p in enumerate(found) if not any(_under(p, q) for q in found[:i])]
+    return found
 
 
 def _probe(cmd: list[str]) -> bool:
@@ -166,37 +231,68 @@ def _probe(cmd: list[str]) -> bool:
 _DETECTED: dict[str, Isolation] = {}
 
 
+def spare_uid(taken: tuple[int, ...] = ()) -> int:
+    """A user id for the checker: ``$ATTNCONV_CHECKER_UID``, else the highest id under 65534 that no account, no
+    group and no running process uses (and that is not in ``taken``)."""
+    import grp
+
+    if os.environ.get("ATTNCONV_CHECKER_UID"):
+        return int(os.environ["ATTNCONV_CHECKER_UID"])
+    running = {os.stat(f"/proc/{e}").st_uid for e in os.listdir("/proc") if e.isdigit() and os.path.exists(f"/proc/{e}")}
+    for uid in range(65533, 1000, -1):
+        if uid in taken or uid in running:
+            continue
+        try:
+            pwd.getpwuid(uid)
+            continue
+        except KeyError:
+            pass
+        try:
+            grp.getgrgid(uid)
+            continue
+        except KeyError:
+            return uid
+    raise RuntimeError("no spare user id for the checker; set ATTNCONV_CHECKER_UID")
+
+
 def detect(mode: str = "auto") -> Isolation:
     """The isolation this machine allows: ``"auto"`` (the most it can), or ``"none"`` (limits only).
 
-    In order: ``setpriv`` to ``nobody`` then ``bwrap`` (as root); ``bwrap`` alone, where the process appears as
-    ``nobody`` only inside its user namespace (when not root, or when ``nobody`` cannot run this Python, e.g. one
-    installed under ``/root``); ``setpriv`` alone; nothing but the limits."""
+    In order: as root, ``bwrap`` builds the sandbox and ``setpriv`` becomes ``nobody`` inside it (a folder that
+    ``nobody`` cannot enter on the way to this Python is replaced by an open one holding only what is needed);
+    ``bwrap`` alone, where the process appears as ``nobody`` only inside its user namespace (not root);
+    ``setpriv`` alone; nothing but the limits. As root the checker runs as a user of its own
+    (:func:`spare_uid`)."""
     if mode not in ("auto", "none"):
         raise ValueError(f"isolation must be 'auto' or 'none', got {mode!r}")
     if mode in _DETECTED:
         return _DETECTED[mode]
     found, python = Isolation(), [sys.executable, "-c", "import sys"]
-    if mode == "auto":
-        switch: list[str] = []
-        if os.geteuid() == 0 and (setpriv := shutil.which("setpriv")):
-            try:
-                user = pwd.getpwnam("nobody")
-                switch = [setpriv, f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups", "--"]
-                if _probe(switch + python):
-                    found.setpriv, found.uid, found.gid = setpriv, user.pw_uid, user.pw_gid
-                else:
-                    switch = []
-            except KeyError:
-                pass
-        bwrap = shutil.which("bwrap")
-        if bwrap:
-            test = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all",
-                    "--die-with-parent", "--", *python]
-            if switch and _probe(switch + test):
-                found.bwrap = bwrap
-            elif _probe(test[:1] + ["--uid", "65534", "--gid", "65534"] + test[1:]):
-                found.bwrap, found.setpriv, found.uid, found.gid, found.mapped = bwrap, None, None, None, True
+    setpriv = shutil.which("setpriv") if os.geteuid() == 0 else None
+    user = None
+    if setpriv:
+        try:
+            user = pwd.getpwnam("nobody")
+        except KeyError:
+            setpriv = None
+    bwrap = shutil.which("bwrap") if mode == "auto" else None
+    if setpriv and user is not None:
+        import tempfile
+
+        checker = spare_uid((user.pw_uid,))
+        with tempfile.TemporaryDirectory(prefix="attnconv-probe-") as scratch:
+            for candidate in ([Isolation(bwrap=bwrap, setpriv=setpriv, uid=user.pw_uid, gid=user.pw_gid, inside=True,
+                                         checker_uid=checker)] if bwrap else []) + \
+                    [Isolation(setpriv=setpriv, uid=user.pw_uid, gid=user.pw_gid, checker_uid=checker)]:
+                candidate.prepare(Path(scratch))
+                if _probe(candidate.command(python, Path(scratch), clean_env({}), Limits(cpu_s=60))):
+                    found = candidate
+                    break
+    if found.bwrap is None and bwrap:
+        test = [bwrap, "--uid", "65534", "--gid", "65534", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                "--unshare-all", "--die-with-parent", "--", *python]
+        if _probe(test):
+            found = Isolation(bwrap=bwrap, mapped=True, checker_uid=found.checker_uid)
     found.protections = {"user": found.uid is not None, "filesystem": found.bwrap is not None,
                          "network": found.bwrap is not None, "processes": found.bwrap is not None, "limits": True}
     _DETECTED[mode] = found

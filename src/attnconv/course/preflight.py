@@ -4,8 +4,8 @@
 while every kernel dies (a connection file the kernel's user cannot read, a Python under a folder the sandbox
 hides), and a grader that went on would give every student 0. :func:`preflight` runs the same code path as a
 grading (:func:`~attnconv.course.execute.run_notebook`: the pristine library, the scratch folder, the limits, the
-user switch and bubblewrap), on a notebook of one cell that imports the library, and says in one line why it
-failed, if it did.
+user switch and bubblewrap), on a notebook of one cell that imports the library, then starts the checker (under
+its own user, with the checks) the same way, and says in one line why either failed, if one did.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 
-from .checker import Library, python_path
+from .checker import Checker, Library, private_paths, python_path
 from .execute import run_notebook
 from .isolation import Isolation, Limits
 
@@ -27,8 +27,8 @@ _DONE: dict[tuple, str | None] = {}
 
 
 def preflight(isolation: Isolation, checks: tuple[str, ...] = (), timeout: int = 300) -> str | None:
-    """``None`` when a kernel starts through ``isolation`` and imports ``attnconv`` (and ``checks``); otherwise one
-    line: what failed and what to do. Cached per isolation and checks in this process."""
+    """``None`` when a kernel starts through ``isolation`` and imports ``attnconv``, and a checker starts and
+    imports ``checks``; otherwise one line: what failed and what to do. Cached per isolation and checks in this process."""
     key = (isolation.bwrap, isolation.setpriv, isolation.uid, isolation.mapped, tuple(checks))
     if key in _DONE:
         return _DONE[key]
@@ -37,11 +37,17 @@ def preflight(isolation: Isolation, checks: tuple[str, ...] = (), timeout: int =
     folder = Path(tempfile.mkdtemp(prefix="attnconv-preflight-"))
     try:
         folder.chmod(0o711)
-        library = Library.capture(tuple(checks)).write(folder / "library")
+        library = Library.capture(()).write(folder / "library")
         scratch = folder / "scratch"
         isolation.prepare(scratch)
-        run = run_notebook(nb, {}, token, isolation, scratch, scratch, library, python_path(library),
-                           Limits(cpu_s=timeout), timeout, timeout)
+        run = run_notebook(nb, {}, token, isolation, scratch, scratch, library, python_path(library, tuple(checks)),
+                           Limits(cpu_s=timeout), timeout, timeout, hide=tuple(private_paths(tuple(checks))))
+        checker = ""
+        if token in "".join(o.get("text", "") for o in nb.cells[0].get("outputs", [])):
+            with Checker(tuple(checks), exercise_timeout=timeout, isolation=isolation, folder=folder) as probe:
+                reply = probe.check("attnconv-preflight-no-such-exercise", "{}", 0)
+            if "attnconv-preflight-no-such-exercise" not in reply[0].message:  # the checker's own KeyError
+                checker = reply[0].message
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     printed = "".join(o.get("text", "") for o in nb.cells[0].get("outputs", []) if o.get("output_type") == "stream")
@@ -51,5 +57,8 @@ def preflight(isolation: Isolation, checks: tuple[str, ...] = (), timeout: int =
         problem = (f"a test kernel did not run in this machine's sandbox ({isolation.summary().split(';')[0]}): "
                    f"{error['evalue'][:200]}. Check that the user nobody can read this Python and the data, or "
                    "run the grader with --isolation none to accept weaker isolation")
+    elif checker:
+        problem = (f"the checker did not run in this machine's sandbox under its own user: {checker[:200]}. Check "
+                   "that any user can read this Python and the checks, or set ATTNCONV_CHECKER_UID")
     _DONE[key] = problem
     return problem

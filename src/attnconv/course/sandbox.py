@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["base_namespace", "run_function_exercise"]
+__all__ = ["base_namespace", "is_private", "portable_probe", "run_function_exercise"]
 
 MARKER = "@@ATTNCONV-SANDBOX@@"
 
@@ -45,33 +45,99 @@ def base_namespace() -> dict:
     return ns
 
 
+def is_private(exercise) -> bool:
+    """Whether a function exercise comes from a ``--checks`` module rather than from ``attnconv`` itself."""
+    return getattr(exercise.context, "__module__", "").split(".")[0] != "attnconv"
+
+
+def portable_probe(exercise, private: tuple[str, ...] = ()) -> dict:
+    """A private exercise's ``probe`` as data the sandbox can run without the checks: its compiled code
+    (``marshal``, read by the same Python) and, for each global name it loads, the module or the importable object
+    it names. Raises ``ValueError`` (naming the exercise) for a probe that needs anything of the checks modules
+    ``private`` (a helper defined there, a closure): that would hand the checks to the student's process."""
+    import base64
+    import builtins
+    import dis
+    import marshal
+    import types
+
+    probe = exercise.probe
+    code = getattr(probe, "__code__", None)
+    if code is None or probe.__closure__ or probe.__defaults__ or probe.__kwdefaults__:
+        raise ValueError(f"{exercise.label}: the probe of a private check must be a plain function or lambda "
+                         "(no closure, no defaults), since it runs where the checks are not")
+    names, todo = set(), [code]
+    while todo:
+        current = todo.pop()
+        names |= {i.argval for i in dis.get_instructions(current) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+        todo += [c for c in current.co_consts if isinstance(c, types.CodeType)]
+    roots = {m.split(".")[0] for m in private} | {probe.__module__.split(".")[0]}
+    refs = {}
+    for name in sorted(names):
+        if name not in probe.__globals__:
+            if hasattr(builtins, name):
+                continue
+            raise ValueError(f"{exercise.label}: the probe reads {name!r}, which its module does not define")
+        value = probe.__globals__[name]
+        module = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
+        qualname = "" if isinstance(value, types.ModuleType) else getattr(value, "__qualname__", None)
+        if not module or qualname is None or "<" in qualname or module.split(".")[0] in roots:
+            raise ValueError(f"{exercise.label}: the probe uses {name!r} from the private checks; a probe may use "
+                             "only builtins, modules and what they define (attnconv, torch, numpy, ...)")
+        refs[name] = [module, qualname]
+    return {"code": base64.b64encode(marshal.dumps(code)).decode(), "globals": refs}
+
+
+def _probe_from(spec: dict):
+    import base64
+    import builtins
+    import importlib
+    import marshal
+    import types
+
+    namespace = {"__builtins__": builtins}
+    for name, (module, qualname) in spec["globals"].items():
+        value = importlib.import_module(module)
+        for part in filter(None, qualname.split(".")):
+            value = getattr(value, part)
+        namespace[name] = value
+    return types.FunctionType(marshal.loads(base64.b64decode(spec["code"])), namespace)
+
+
 def run_function_exercise(label: str, code: str, seed: int, timeout: float = 180, checks: tuple[str, ...] = (),
-                          *, folder: Path | None = None, isolation=None, limits=None) -> tuple[dict | None, str]:
+                          *, folder: Path | None = None, isolation=None, limits=None, inputs: str | None = None,
+                          probe: dict | None = None, hide: tuple[Path, ...] = ()) -> tuple[dict | None, str]:
     """Run ``code`` (a student's cell) for exercise ``label`` on hidden inputs in a separate, isolated process.
 
     ``folder`` is the submission's private folder (its ``library`` is imported; a scratch folder is made in it);
-    without one, a temporary folder with a fresh copy of the library is used. Returns ``(answers, "")`` with the
+    without one, a temporary folder with a fresh copy of the library is used. For a private exercise, ``inputs``
+    (wire text from :meth:`~attnconv.course.checker.Checker.inputs`) and ``probe`` (:func:`portable_probe`) replace
+    the seed, and ``checks`` are only hidden (with ``hide``), never imported. Returns ``(answers, "")`` with the
     probe's data still encoded as JSON text in ``answers["json"]``, or ``(None, reason)`` when the cell raised,
     the probe failed or the time ran out. Never raises. The whole process tree is killed when it returns.
     """
-    from .checker import Library, python_path
+    from .checker import Library, private_paths, python_path
     from .isolation import Limits, clean_env, detect
 
     isolation = isolation or detect()
-    request = json.dumps({"label": label, "code": code, "seed": int(seed), "checks": list(checks)})
+    if inputs is not None:
+        request = json.dumps({"label": label, "code": code, "inputs": inputs, "probe": probe})
+    else:
+        request = json.dumps({"label": label, "code": code, "seed": int(seed)})
     with tempfile.TemporaryDirectory(prefix="attnconv-sandbox-") as own:
         base = Path(folder) if folder is not None else Path(own)
         Path(own).chmod(0o711)
         library = base / "library"
         if not library.exists():
-            Library.capture(tuple(checks)).write(library)
+            Library.capture(()).write(library)
         scratch = Path(tempfile.mkdtemp(prefix=f"sandbox-{label}-", dir=base))
         isolation.prepare(scratch)
-        env = clean_env({"PYTHONPATH": python_path(library), "HOME": str(scratch), "OMP_NUM_THREADS": "1",
+        env = clean_env({"PYTHONPATH": python_path(library, tuple(checks)), "HOME": str(scratch), "OMP_NUM_THREADS": "1",
                          "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
                          "PYTHONDONTWRITEBYTECODE": "1"})
         cmd = isolation.command([sys.executable, "-m", "attnconv.course.sandbox"], scratch, env,
-                                limits or Limits(cpu_s=int(timeout) * 4), readable=(library,))
+                                limits or Limits(cpu_s=int(timeout) * 4), readable=(library,),
+                                hide=tuple(hide) + tuple(private_paths(tuple(checks))))
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True)
         try:
@@ -121,18 +187,19 @@ def _main() -> int:
         os.write(real_stdout, (MARKER + json.dumps(data) + "\n").encode())
         return 0
 
-    import importlib
+    from .wire import dumps, loads
 
-    from .exercises import EXERCISES
-    from .wire import dumps
-
-    for module in request["checks"]:
-        importlib.import_module(module)
-    exercise = EXERCISES[request["label"]]
     namespace = base_namespace()
-    namespace.update(exercise.context(request["seed"]))
+    if "inputs" in request:  # a private exercise: data and the probe's code, nothing of the checks
+        namespace.update(loads(request.pop("inputs")))
+        probe = _probe_from(request.pop("probe"))
+    else:
+        from .exercises import EXERCISES
+
+        exercise = EXERCISES[request["label"]]
+        namespace.update(exercise.context(request.pop("seed")))
+        probe = exercise.probe
     namespace.update({"verify": lambda *a, **k: None, "display": lambda *a, **k: None, "__name__": "__main__"})
-    del request["seed"]
     try:
         exec(compile(request["code"], "<your cell>", "exec"), namespace)  # noqa: S102  (the sandbox's one job)
     except BaseException as err:  # noqa: BLE001
@@ -141,7 +208,7 @@ def _main() -> int:
         import torch
 
         with torch.no_grad():
-            answers = dumps(exercise.probe(namespace))
+            answers = dumps(probe(namespace))
     except BaseException as err:  # noqa: BLE001
         return reply({"error": f"on hidden inputs, using your answer raised {type(err).__name__}: {str(err)[:300]}"})
     return reply({"answers": answers})

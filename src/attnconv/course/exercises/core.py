@@ -267,7 +267,14 @@ def _local(label: str, values: Mapping[str, Any]) -> list[CheckResult]:
 
 
 def verify(label: str, **values: Any) -> None:
-    """Check an exercise inside a chapter: print a tick, or raise ``AssertionError`` with the check's message."""
+    """Check an exercise inside a chapter: print a tick, or raise ``AssertionError`` with the check's message.
+
+    In the grader's kernel (``$ATTNCONV_GRADING``) an exercise whose checks are private, and so not in the kernel,
+    is left to the grader, which reads the answers itself."""
+    import os
+
+    if label not in EXERCISES and os.environ.get("ATTNCONV_GRADING") == "1":
+        return
     results = _local(label, values)
     points, passed, message = score_results(EXERCISES[label], results)
     if not passed:
