@@ -117,3 +117,26 @@ def test_committed_seed_runs_are_grouped_with_seed0():
             assert p["model_config"] == first["model_config"], name
             same = {k: v for k, v in p["config"].items() if k not in ("seed", "progress", "name")}
             assert same == {k: v for k, v in first["config"].items() if k not in ("seed", "progress", "name")}, name
+
+
+def test_the_seed_figure_marks_each_seed_and_fits_a_phone(with_seeds):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnconv.figures.bert_seeds import plot_seed_comparison
+    from attnconv.figures.legibility import overprinted_texts
+
+    from .test_chapters_06_07 import fits_a_phone
+
+    groups = seed_runs(load_bert_runs(with_seeds))
+    fig = plot_seed_comparison(groups, ("subj", "mr"))
+    assert len(fig.axes) == 3 and fits_a_phone(fig) and overprinted_texts(fig) == []
+    labels = fig.legends[0].get_texts()
+    assert [t.get_text() for t in labels] == ["pretraining seed 0", "pretraining seed 1", "pretraining seed 2",
+                                              "one fine-tuning run"]
+    loss_markers = [line for line in fig.axes[0].lines]
+    assert len(loss_markers) == sum(len(g.seeds) for g in groups.values())
+    grey = [line for line in fig.axes[1].lines if line.get_color() == "0.6"]
+    assert sum(len(line.get_xdata()) for line in grey) == sum(len(g.all_runs("subj")) for g in groups.values())
+    with pytest.raises(ValueError, match="groups"):
+        plot_seed_comparison({})
