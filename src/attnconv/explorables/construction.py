@@ -3,7 +3,7 @@
 The reader picks an image and a kernel (a preset, or cells they type), moves α, clicks a query pixel and drags a
 head's centre. The page computes, live, the convolution, the MHSA layer of Theorem 1
 (:func:`~attnconv.construct.image.conv_to_mhsa`: one quadratic head per tap, on the zero-padded image) and the
-largest difference.
+largest difference, absolute and relative to the range of the convolution's output (the number its verdict reads).
 
 ``compute(inputs)`` in the page:
 
@@ -12,14 +12,18 @@ largest difference.
   h = 3a + b, unless the reader dragged it); ``query`` ``[row, col]``.
 - outputs: ``conv`` ``(H, W)``, the convolution with zero padding 1; ``mhsa`` ``(H, W)``, the attention layer's
   output; ``difference`` ``(H, W)`` = mhsa - conv; ``max_difference``, its largest absolute value;
+  ``relative_difference``, ``max_difference`` over the range max - min of ``conv`` (at least 1e-12), which the page's
+  verdict reads (below 1e-3: the heads build the convolution; below 0.05: close);
   ``attention`` ``(9, H + 2, W + 2)``, every head's attention of the query over the zero-padded canvas (the query
   sits at canvas position query + 1).
 
 Odd input (α zero, negative or NaN; a non-finite kernel weight, centre or grey level; a grey level outside
 [0, 1]; a query off the image; inputs that overflow) is refused with a message (a ``RangeError``), never turned
 into NaN. In the page α, each kernel weight and the query can be typed; a value they cannot take (α outside the
-slider's 0.1 to 100, a weight outside -1000 to 1000, a query off the 32 x 32 image) shows a message next to the
-field and leaves the explorable as it was.
+slider's 0.1 to 100, a weight outside -1000 to 1000 or too large to be a float64, such as 1e400, an empty field, a
+query off the 32 x 32 image) shows a message next to the field, and the page computes nothing, its numbers reading
+"not computed", until the field holds a value it can take again (or a preset, the slider or a tap replaces it): it
+never goes on computing with a value the field no longer shows.
 
 :func:`reference` computes the same outputs with the library.
 """
@@ -104,5 +108,7 @@ def reference(inputs: dict[str, Any]) -> dict[str, Any]:
     r, c = (int(v) + 1 for v in inputs["query"])
     maps = probs[0, :, r * (w + 2) + c].reshape(9, h + 2, w + 2)
     diff = out[0, 0] - expected
+    worst = float(diff.abs().max())
+    spread = max(float(expected.max() - expected.min()), 1e-12)
     return {"conv": expected.numpy(), "mhsa": out[0, 0].numpy(), "difference": diff.numpy(),
-            "attention": maps.numpy(), "max_difference": float(diff.abs().max())}
+            "attention": maps.numpy(), "max_difference": worst, "relative_difference": worst / spread}

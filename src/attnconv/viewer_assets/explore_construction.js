@@ -20,7 +20,8 @@
   }
   // inputs: image (H, W) in [0, 1]; kernel (3, 3); alpha > 0; centers (9, 2), head h = tap h row-major;
   // query [row, col]. Outputs: conv, mhsa, difference (H, W); attention (9, H + 2, W + 2), every head's map of
-  // the query on the zero-padded canvas; max_difference.
+  // the query on the zero-padded canvas; max_difference; relative_difference, max_difference over the range of the
+  // convolution's output (at least 1e-12), the number the verdict reads.
   function check(inputs) {  // odd input is refused with a message (a RangeError), never computed into NaN
     var img = inputs.image;
     if (!img || !img.length || !img[0] || !img[0].length || img.some(function (row) { return !row || row.length !== img[0].length; }))
@@ -41,13 +42,17 @@
     var conv = N.conv2dZeros(flat(img), h, w, kernel, K);
     var att = N.convAsAttention(flat(img), h, w, kernel, K, inputs.alpha, inputs.centers);
     var diff = new Float64Array(h * w), worst = 0;
-    for (var i = 0; i < h * w; i++) { diff[i] = att.out[i] - conv[i]; worst = Math.max(worst, Math.abs(diff[i])); }
+    var lo = Infinity, hi = -Infinity;
+    for (var i = 0; i < h * w; i++) {
+      diff[i] = att.out[i] - conv[i]; worst = Math.max(worst, Math.abs(diff[i]));
+      lo = Math.min(lo, conv[i]); hi = Math.max(hi, conv[i]);
+    }
     if (!isFinite(worst)) N.refuse("these inputs overflow the computation (alpha " + inputs.alpha + ", kernel up to " +
                                    Math.max.apply(null, kernel.map(Math.abs)) + ")");
     var q = inputs.query, hh = att.canvas[0], ww = att.canvas[1];
     var maps = att.heads.map(function (p) { return nest(N.queryMap(p, hh, ww, q[0] + att.offset, q[1] + att.offset), hh, ww); });
     return {conv: nest(conv, h, w), mhsa: nest(att.out, h, w), difference: nest(diff, h, w), attention: maps,
-            max_difference: worst};
+            max_difference: worst, relative_difference: worst / Math.max(hi - lo, 1e-12)};
   }
   window.attnconvExplorables[root.dataset.explorable] = {defaults: defaults, compute: compute};
 
@@ -71,7 +76,8 @@
     '<div class="ax-controls"><label>query row <input class="ax-qrow ax-typed" inputmode="numeric" aria-label="query row"></label>' +
     '<label>column <input class="ax-qcol ax-typed" inputmode="numeric" aria-label="query column"></label><span class="ax-msg ax-warn ax-query-msg" role="alert" hidden></span></div>' +
     '<div class="ax-row"><div><div class="ax-caption">kernel w (type a value)</div><div class="ax-kernel" style="grid-template-columns: repeat(3, auto)">' + cells + '</div><div class="ax-msg ax-warn ax-kernel-msg" role="alert" hidden></div></div>' +
-    '<div class="ax-number">largest |MHSA − conv| = <b class="ax-max"></b><div class="ax-caption ax-verdict"></div></div></div>' +
+    '<div class="ax-number">largest |MHSA − conv| = <b class="ax-max"></b><br>relative to the convolution\'s range: <b class="ax-rel"></b>' +
+    '<div class="ax-caption ax-verdict" role="status"></div></div></div>' +
     '<div class="ax-row">' + panel("ax-input", "input: tap a pixel to query it") + panel("ax-conv", "convolution") +
     panel("ax-mhsa", "9-head MHSA, quadratic") + panel("ax-diff", "MHSA − conv (red +, blue −)") + "</div>" +
     '<div class="ax-caption">each head\'s attention around the query pixel (red square), 7×7 window; drag inside a head to move its centre Δ</div>' +
@@ -86,7 +92,26 @@
     var ctx = canvas.getContext("2d"); ctx.strokeStyle = "red"; ctx.lineWidth = Math.max(0.15, w / 100);
     ctx.strokeRect(c + 0.05, r + 0.05, 0.9, 0.9);
   }
+  // A field that holds a value it cannot take (empty, not a number, out of range) is "pending": while any is, the
+  // page computes nothing, rather than go on with the field's last good value, which the reader no longer sees.
+  var pending = {}, outputs = qa("canvas").filter(function (c) { return !c.classList.contains("ax-input"); });
+  function hold(key, problem) {
+    if (problem) pending[key] = true; else delete pending[key];
+    return problem;
+  }
+  function stale() {
+    var keys = Object.keys(pending);
+    q(".ax-max").textContent = "not computed"; q(".ax-rel").textContent = "—";
+    q(".ax-verdict").textContent = "not computed: " + keys.join(", ") + (keys.length > 1 ? " hold values" : " holds a value") +
+      " it cannot take (marked in red)";
+    q(".ax-verdict").classList.add("ax-warn");
+    outputs.concat(headLabels).forEach(function (c) { c.style.opacity = "0.25"; });
+    root.dataset.stale = keys.join(" ");
+  }
   function draw() {
+    if (Object.keys(pending).length) { stale(); return; }
+    delete root.dataset.stale;
+    outputs.concat(headLabels).forEach(function (c) { c.style.opacity = ""; });
     var out = compute(state), h = S, w = S;
     var conv = flat(out.conv), lo = Math.min.apply(null, conv), hi = Math.max.apply(null, conv);
     N.paint(q("canvas.ax-input"), flat(state.image), h, w, gray(0, 1));
@@ -96,9 +121,11 @@
     var top = Math.max(out.max_difference, 1e-12);
     N.paint(q("canvas.ax-diff"), flat(out.difference), h, w, function (v) { return N.diverging(v / top); });
     q(".ax-max").textContent = out.max_difference.toPrecision(3);
-    var rel = out.max_difference / Math.max(hi - lo, 1e-12);
-    q(".ax-verdict").textContent = rel < 1e-3 ? "the heads build the convolution" :
-      (rel < 0.05 ? "close: raise α to sharpen the heads" : "the layer is not this convolution");
+    var rel = out.relative_difference;
+    q(".ax-rel").textContent = rel.toPrecision(3);
+    q(".ax-verdict").textContent = (rel < 1e-3 ? "the heads build the convolution" :
+      (rel < 0.05 ? "close: raise α to sharpen the heads" : "the layer is not this convolution")) +
+      (out.max_difference === 0 ? " (exactly: every leak is below the rounding of these outputs)" : "");
     q(".ax-verdict").classList.toggle("ax-warn", rel >= 0.05);
     q(".ax-alpha-value").textContent = "α = " + state.alpha.toPrecision(3);
     var kernel = flat(state.kernel), hw = WIN >> 1;
@@ -130,7 +157,8 @@
   qa(".ax-presets button").forEach(function (b) {
     b.addEventListener("click", function () {
       state.kernel = spec.presets[+b.dataset.preset].kernel.map(function (r) { return r.slice(); });
-      inputs.forEach(settled); q(".ax-kernel-msg").hidden = true; draw();
+      inputs.forEach(function (el, t) { settled(el); delete pending["kernel weight " + (t + 1)]; });
+      q(".ax-kernel-msg").hidden = true; draw();
     });
   });
   function settled(el) { el.classList.remove("ax-bad"); el.removeAttribute("aria-invalid"); }
@@ -138,29 +166,45 @@
   inputs.forEach(function (el, t) {  // a weight typed: a number from -1000 to 1000, else a message under the kernel
     N.guard(el, q(".ax-kernel-msg"), function (text) {
       var v = N.number(text);
-      if (!isFinite(v) || Math.abs(v) > KMAX) return "a kernel weight must be a number from −" + KMAX + " to " + KMAX + "; this one stays " + state.kernel[Math.floor(t / K)][t % K];
+      if (!isFinite(v) || Math.abs(v) > KMAX) {
+        hold("kernel weight " + (t + 1), true); draw();
+        return "a kernel weight must be a number from −" + KMAX + " to " + KMAX + (text.trim() === "" ? "; this cell is empty" : "") +
+          ": nothing is computed until it is one";
+      }
+      hold("kernel weight " + (t + 1), false);
       state.kernel = state.kernel.map(function (r) { return r.slice(); }); state.kernel[Math.floor(t / K)][t % K] = v; draw();
     });
   });
   alpha.addEventListener("input", function () {
-    state.alpha = Math.pow(10, parseFloat(alpha.value)); settled(q(".ax-alpha-in")); q(".ax-alpha-msg").hidden = true; draw();
+    state.alpha = Math.pow(10, parseFloat(alpha.value)); settled(q(".ax-alpha-in")); q(".ax-alpha-msg").hidden = true;
+    hold("α", false); draw();
   });
   N.guard(q(".ax-alpha-in"), q(".ax-alpha-msg"), function (text) {  // α typed: the slider's range, 0.1 to 100
     var v = N.number(text);
-    if (!isFinite(v) || v < 0.1 || v > 100) return "α must be a number from 0.1 to 100; it stays " + state.alpha.toPrecision(3);
+    if (!isFinite(v) || v < 0.1 || v > 100) {
+      hold("α", true); draw();
+      return "α must be a number from 0.1 to 100: nothing is computed until it is one (or move the slider)";
+    }
+    hold("α", false);
     state.alpha = v; alpha.value = Math.log10(v); draw();
   });
-  [[".ax-qrow", 0], [".ax-qcol", 1]].forEach(function (f) {
+  [[".ax-qrow", 0, "query row"], [".ax-qcol", 1, "query column"]].forEach(function (f) {
     N.guard(q(f[0]), q(".ax-query-msg"), function (text) {
       var v = N.number(text);
-      if (!Number.isInteger(v) || v < 0 || v >= S) return "the query is a pixel of the " + S + "×" + S + " image: row and column are whole numbers from 0 to " + (S - 1);
+      if (!Number.isInteger(v) || v < 0 || v >= S) {
+        hold(f[2], true); draw();
+        return "the query is a pixel of the " + S + "×" + S + " image: row and column are whole numbers from 0 to " + (S - 1) +
+          "; nothing is computed until they are (or tap a pixel)";
+      }
+      hold(f[2], false);
       state.query = state.query.slice(); state.query[f[1]] = v; draw();
     });
   });
   q(".ax-reset").addEventListener("click", function () { state.centers = N.tapShifts(K); draw(); });
   var dragged = N.coalesce(function () { draw(); });  // a drag renders at most once per frame, and on release
   N.onDrag(q("canvas.ax-input"), function (ev) {
-    state.query = N.cellAt(q("canvas.ax-input"), ev, S, S); settled(q(".ax-qrow")); settled(q(".ax-qcol")); q(".ax-query-msg").hidden = true; dragged();
+    state.query = N.cellAt(q("canvas.ax-input"), ev, S, S); settled(q(".ax-qrow")); settled(q(".ax-qcol")); q(".ax-query-msg").hidden = true;
+    hold("query row", false); hold("query column", false); dragged();
   });
   headCanvases.forEach(function (cv, t) {
     N.onDrag(cv, function (ev) {
