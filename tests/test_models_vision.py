@@ -109,7 +109,8 @@ def test_resnet_forward_and_shape():
 
 
 def test_build_model_names():
-    assert MODEL_NAMES == ("resnet18", "sa-quadratic", "sa-anisotropic", "sa-learned", "sa-learned-content", "sa-content")
+    assert MODEL_NAMES == ("resnet18", "sa-quadratic", "sa-anisotropic", "sa-learned", "sa-learned-content", "sa-content",
+                           "sa-gpsa")
     model = build_model("sa-learned-content", TINY)
     assert model.config.attention == "learned_content" and TINY.attention == "quadratic"
 

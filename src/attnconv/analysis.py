@@ -28,7 +28,7 @@ from .taps import masked_softmax, tap_mask
 from .models.bert import composite_layers
 from .positional.base import relative_offsets
 
-__all__ = ["HeadShift", "dynamic_kernels", "fixed_kernels", "head_shift", "kernel_coverage", "kernel_record",
+__all__ = ["HeadShift", "attention_distance", "dynamic_kernels", "fixed_kernels", "head_shift", "kernel_coverage", "kernel_record",
            "layer_shifts"]
 
 
@@ -81,6 +81,33 @@ def layer_shifts(probs: Tensor, grid: Sequence[int]) -> list[HeadShift]:
     mass, shifts = _mass_per_shift(probs.detach().to(torch.float64), grid)
     best = mass.argmax(dim=-1)
     return [HeadShift(tuple(int(v) for v in shifts[b]), float(mass[h, b])) for h, b in enumerate(best)]
+
+
+def attention_distance(probs: Tensor, grid: Sequence[int]) -> Tensor:
+    """Each head's mean attention distance, in tokens: Σ_k A_qk ‖k - q‖ averaged over the queries q.
+
+    A head fixed on one shift Δ has distance ‖Δ‖ (where q + Δ exists); a head spread evenly over a 16 x 16 grid
+    about 7; the "attention distance" of Dosovitskiy et al. (2021), on the token grid.
+
+    Args:
+        probs: attention probabilities ``(N_h, N, N)``, or ``(B, N_h, N, N)`` (averaged over the batch).
+        grid: the spatial shape, ``(N,)`` or ``(H, W)``.
+
+    Returns:
+        ``(N_h,)`` float64 distances.
+    """
+    _check_probs(probs)
+    if probs.dim() == 4:
+        probs = probs.mean(0)
+    n = 1
+    for side in grid:
+        n *= side
+    if probs.dim() != 3 or probs.shape[-2:] != (n, n):
+        raise ValueError(f"probs must be (N_h, N, N) or (B, N_h, N, N) with N = {n} for grid {tuple(grid)}, "
+                         f"got shape {tuple(probs.shape)}")
+    rel = relative_offsets(grid, probs.device).to(torch.float64)  # (N, N, d): key minus query
+    dist = rel.square().sum(-1).sqrt()  # (N, N)
+    return (probs.detach().to(torch.float64) * dist).sum(-1).mean(-1).cpu()
 
 
 def head_shift(probs: Tensor, grid: Sequence[int]) -> HeadShift:

@@ -33,6 +33,7 @@ class GatedPositionalSelfAttention(MultiHeadSelfAttention):
     Args:
         embed_dim: C.
         num_heads: N_h (a perfect square for the default, locally initialised encoding).
+        head_dim: D_h (default ``embed_dim // num_heads``, which must then divide evenly).
         positional: the positional logits (any content-independent :class:`~attnconv.positional.PositionalLogits`);
             default :meth:`QuadraticEncoding.local_init(num_heads, locality_strength)
             <attnconv.positional.QuadraticEncoding.local_init>`.
@@ -52,14 +53,15 @@ class GatedPositionalSelfAttention(MultiHeadSelfAttention):
 
     def __init__(self, embed_dim: int, num_heads: int, positional: PositionalLogits | None = None,
                  locality_strength: float = 1.0, qkv_bias: bool = False, dropout: float = 0.0,
-                 proj_drop: float = 0.0) -> None:
+                 proj_drop: float = 0.0, head_dim: int | None = None) -> None:
         if positional is None:
             positional = QuadraticEncoding.local_init(num_heads, locality_strength)
         if not isinstance(positional, PositionalLogits):
             raise TypeError(f"positional must be a PositionalLogits module (or None), got {type(positional).__name__}")
         if positional.uses_queries or positional.uses_keys:
             raise ValueError("positional must not depend on queries or keys: GPSA's positional map is content-free")
-        super().__init__(embed_dim, num_heads, positional=positional, content=True, dropout=dropout, bias=True)
+        super().__init__(embed_dim, num_heads, head_dim=head_dim, positional=positional, content=True,
+                         dropout=dropout, bias=True)
         if not flag("qkv_bias", qkv_bias):
             self.q_proj.bias = self.k_proj.bias = self.v_proj.bias = None
         self.gating = nn.Parameter(torch.ones(num_heads))

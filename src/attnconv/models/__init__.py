@@ -20,13 +20,13 @@ from .bert import BERT_SIZES, VARIANTS, BertClassifier, BertConfig, BertForMaske
 from .flops import ModelCost, count_parameters, model_cost
 from .resnet import ResNet, ResNetConfig
 from .smallcnn import SmallCNN
-from .vision import (ATTENTION_KINDS, SelfAttentionNet, VisionConfig, gaussian_parameters, make_attention,
-                     no_weight_decay)
+from .vision import (ATTENTION_KINDS, SelfAttentionNet, VisionConfig, gaussian_parameters, gpsa_gates,
+                     make_attention, no_weight_decay)
 
 __all__ = [
     # image classifiers
     "ATTENTION_KINDS", "MODEL_NAMES", "ResNet", "ResNetConfig", "SelfAttentionNet", "SmallCNN", "VisionConfig",
-    "build_model", "gaussian_parameters", "make_attention", "no_weight_decay",
+    "build_model", "gaussian_parameters", "gpsa_gates", "make_attention", "no_weight_decay",
     # costs
     "ModelCost", "count_parameters", "model_cost",
     # BERT
@@ -38,8 +38,8 @@ MODEL_NAMES = ("resnet18",) + tuple(f"sa-{kind.replace('_', '-')}" for kind in A
 
 def build_model(name: str, config: VisionConfig | ResNetConfig) -> nn.Module:
     """A model by name: ``"resnet18"`` with a :class:`~attnconv.models.resnet.ResNetConfig`, or ``"sa-<kind>"``
-    (e.g. ``"sa-quadratic"``, ``"sa-learned-content"``) with a :class:`~attnconv.models.vision.VisionConfig`, whose
-    ``attention`` is set to that kind.
+    (e.g. ``"sa-quadratic"``, ``"sa-learned-content"``, ``"sa-gpsa"``) with a
+    :class:`~attnconv.models.vision.VisionConfig`, whose ``attention`` is set to that kind.
     """
     if name not in MODEL_NAMES:
         raise ValueError(f"name must be one of {MODEL_NAMES}, got {name!r}")

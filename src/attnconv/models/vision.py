@@ -10,6 +10,8 @@
       -> linear to the classes                    (B, 10)
 
 There is no absolute position anywhere: where a head looks comes only from its relative positional encoding.
+The ``"gpsa"`` kind swaps each attention layer for ConViT's gated positional self-attention (d'Ascoli et al.
+2021), started local; :func:`gpsa_gates` reads each layer's gates σ(λ_h).
 At paper size (D = 400, L = 6, N_h = 9 heads of D_h = 400 with one shared value projection, a 512-wide
 feed-forward) the quadratic model has 12.1M parameters.
 """
@@ -25,13 +27,14 @@ from torch import Tensor, nn
 from .._checks import floating_input, positive_int, probability
 from ..attention import MultiHeadSelfAttention
 from ..dropout import Dropout
+from ..gpsa import GatedPositionalSelfAttention
 from ..positional import AnisotropicGaussianEncoding, LearnedRelativeEncoding2d, PositionalLogits, QuadraticEncoding
 from ..tokens import space_to_depth
 
 __all__ = ["ATTENTION_KINDS", "INIT_KINDS", "AttentionBlock", "SelfAttentionNet", "VisionConfig", "gaussian_parameters",
-           "make_attention", "no_weight_decay"]
+           "gpsa_gates", "make_attention", "no_weight_decay"]
 
-ATTENTION_KINDS = ("quadratic", "anisotropic", "learned", "learned_content", "content")
+ATTENTION_KINDS = ("quadratic", "anisotropic", "learned", "learned_content", "content", "gpsa")
 INIT_KINDS = ("random", "grid")
 
 
@@ -44,7 +47,10 @@ class VisionConfig:
             ``"quadratic"`` (isotropic Gaussian around a learned centre Δ^(h), width 1/α^(h)),
             ``"anisotropic"`` (Gaussian with a full 2x2 precision), ``"learned"`` (learned 2-D relative
             embeddings, no content), ``"learned_content"`` (query-dependent relative embeddings plus the
-            content term), ``"content"`` (content only: no positions at all).
+            content term), ``"content"`` (content only: no positions at all), ``"gpsa"`` (ConViT's gated
+            positional self-attention: per head, a gate σ(λ_h) mixes a content softmax with a quadratic
+            positional softmax placed on the √N_h x √N_h grid of shifts with α = ``init_alpha``; needs a square
+            ``num_heads``; each head has its own value projection, so ``shared_values`` does not apply).
         image_size: side of the square input images.
         in_channels: channels of the input images.
         block: space-to-depth block; tokens form an (image_size / block)² grid.
@@ -97,6 +103,9 @@ class VisionConfig:
             raise ValueError(f"init must be one of {INIT_KINDS}, got {self.init!r}")
         if self.init == "grid" and math.isqrt(self.num_heads) ** 2 != self.num_heads:
             raise ValueError(f"init='grid' needs a square num_heads (K x K taps), got {self.num_heads}")
+        if self.attention == "gpsa" and math.isqrt(self.num_heads) ** 2 != self.num_heads:
+            raise ValueError(f"attention='gpsa' starts its heads on a K x K grid of shifts: num_heads must be a "
+                             f"square, got {self.num_heads}")
         if not (math.isfinite(self.init_alpha) and self.init_alpha > 0):
             raise ValueError(f"init_alpha must be finite and > 0, got {self.init_alpha!r}")
         if not (math.isfinite(self.init_center_std) and self.init_center_std >= 0):
@@ -116,6 +125,9 @@ class VisionConfig:
 def make_attention(config: VisionConfig) -> MultiHeadSelfAttention:
     """One attention layer of the kind ``config.attention``: the only place the kinds are mapped to encodings."""
     side = config.grid[0]
+    if config.attention == "gpsa":  # ConViT's local start: the default positional term of the layer
+        return GatedPositionalSelfAttention(config.hidden_dim, config.num_heads, head_dim=config.head_dim,
+                                            locality_strength=config.init_alpha, dropout=config.attention_dropout)
     positional: PositionalLogits | None
     content = False
     if config.attention == "quadratic":
@@ -224,6 +236,13 @@ def gaussian_parameters(model: nn.Module) -> list[dict[str, Tensor]]:
         out.append({"centers": module.centers.detach().float().cpu().clone(),
                     "precision": precision.detach().float().cpu().clone()})
     return out
+
+
+def gpsa_gates(model: nn.Module) -> list[Tensor]:
+    """The gates σ(λ_h) ``(N_h,)`` of every GPSA layer, in order: the weight each head puts on its positional map
+    (1 - σ(λ_h) goes to content). An empty list for models without GPSA. Detached float copies on the CPU."""
+    return [torch.sigmoid(m.gating.detach().float()).cpu() for m in model.modules()
+            if isinstance(m, GatedPositionalSelfAttention)]
 
 
 def no_weight_decay(model: nn.Module) -> set[str]:

@@ -8,8 +8,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ..analysis import layer_shifts
-from ..models.vision import SelfAttentionNet, gaussian_parameters
+from ..analysis import attention_distance, layer_shifts
+from ..models.vision import SelfAttentionNet, gaussian_parameters, gpsa_gates
 
 __all__ = ["QUERY_PIXELS", "attention_summary", "center_snapshot"]
 
@@ -18,13 +18,18 @@ QUERY_PIXELS = ((0.5, 0.5), (0.25, 0.25))
 
 
 def center_snapshot(model: nn.Module, epoch: float, step: int) -> dict[str, Any] | None:
-    """The centres Δ^(h) and precisions of every Gaussian layer, as JSON-able lists (``None`` for other models)."""
+    """The centres Δ^(h) and precisions of every Gaussian layer, as JSON-able lists (``None`` for other models);
+    for GPSA models also ``gates``, each head's σ(λ_h) ``(L, N_h)`` (:func:`~attnconv.models.vision.gpsa_gates`)."""
     layers = gaussian_parameters(model)
     if not layers:
         return None
-    return {"epoch": epoch, "step": step,
-            "centers": [layer["centers"].tolist() for layer in layers],  # (L, N_h, 2)
-            "precision": [layer["precision"].tolist() for layer in layers]}  # (L, N_h, 2, 2)
+    snapshot = {"epoch": epoch, "step": step,
+                "centers": [layer["centers"].tolist() for layer in layers],  # (L, N_h, 2)
+                "precision": [layer["precision"].tolist() for layer in layers]}  # (L, N_h, 2, 2)
+    gates = gpsa_gates(model)
+    if gates:
+        snapshot["gates"] = [g.tolist() for g in gates]  # (L, N_h)
+    return snapshot
 
 
 @torch.no_grad()
@@ -38,7 +43,8 @@ def attention_summary(model: SelfAttentionNet, images: Tensor, batch_size: int =
     Returns:
         ``query_maps``: ``(L, N_h, Q, H', W')`` attention of the query pixels ``QUERY_PIXELS`` over the
         token grid; ``queries``: ``(Q, 2)`` their grid coordinates; ``heads``: per layer and head, the shift
-        that collects the most attention and its mass (:func:`attnconv.analysis.layer_shifts`).
+        that collects the most attention and its mass (:func:`attnconv.analysis.layer_shifts`), and the mean
+        attention distance in tokens (:func:`attnconv.analysis.attention_distance`).
     """
     was_training = model.training
     model.eval()
@@ -53,6 +59,7 @@ def attention_summary(model: SelfAttentionNet, images: Tensor, batch_size: int =
     queries = [(int(fr * grid[0]), int(fc * grid[1])) for fr, fc in QUERY_PIXELS]
     rows = [r * grid[1] + c for r, c in queries]
     maps = torch.stack([m[:, rows].reshape(m.shape[0], len(rows), *grid) for m in mean])  # (L, N_h, Q, H', W')
-    heads = [[{"shift": list(s.shift), "mass": s.mass} for s in layer_shifts(m, grid)] for m in mean]
+    heads = [[{"shift": list(s.shift), "mass": s.mass, "distance": float(d)}
+              for s, d in zip(layer_shifts(m, grid), attention_distance(m, grid))] for m in mean]
     return {"query_maps": maps.numpy().astype(np.float32), "queries": np.array(queries), "heads": heads,
             "n_images": len(images)}
