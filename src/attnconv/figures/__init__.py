@@ -10,6 +10,7 @@ and draws nothing random; every interactive one is a ``*_viewer`` that needs no 
 - :mod:`attnconv.figures.bert_runs`: BERT runs read back: learned kernels, pre-training curves, the learning
   curve against a baseline (ch. 07).
 - :mod:`attnconv.figures.bert_seeds`: every variant's loss and accuracy, one marker per pretraining seed (ch. 07).
+- :mod:`attnconv.figures.seed_runs`: GPSA gates over training, accuracy and attention distance over seeds (ch. 08).
 - ``attnconv.figures.imitation``: the imitation experiment and the initialisation comparison (ch. 06).
 - :mod:`attnconv.figures.phone`: one figure drawn wide and narrow (panels stacked), shown whole on a phone.
 - :mod:`attnconv.figures.interactive`: the kernel-free viewers (:mod:`attnconv.viewer`) and their frames.
