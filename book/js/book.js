@@ -163,6 +163,11 @@
     Promise.all(jobs).then(() => document.documentElement.setAttribute("data-figures-legible", "done"));
   }
 
+  // "Show the 1 folded check and its provenance", "Show all 3 folded checks and provenance": the count agrees.
+  function unfoldLabel(count) {
+    return count === 1 ? "Show the 1 folded check and its provenance" : `Show all ${count} folded checks and provenance`;
+  }
+
   // Checks, asserts and provenance are folded so that prose and figures lead (their cells carry hide-input or
   // hide-cell). One button under the title unfolds them all at once, and folds them again; solutions stay folded.
   function addUnfoldButton() {
@@ -174,7 +179,7 @@
     const button = document.createElement("button");
     button.type = "button";
     button.className = "btn btn-sm btn-outline-secondary unfold-checks";
-    const label = (open) => (open ? "Fold the checks and provenance again" : `Show all ${folds.length} folded checks and provenance`);
+    const label = (open) => (open ? "Fold the checks and provenance again" : unfoldLabel(folds.length));
     button.textContent = label(false);
     button.addEventListener("click", () => {
       const open = !folds.every((d) => d.open);
@@ -204,7 +209,38 @@
     );
   }
 
+  // The theme's "Back to top" button floats at 90% of the window's height, centred, whenever the reader scrolls
+  // up. On a phone it landed on an explorable's controls and took their taps. While an explorable or a viewer
+  // crosses the band the button would take, html.back-to-top-clear hides it (book.css).
+  const PANELS = ".attnconv-explorable, .attnconv-viewer";
+
+  function clearBackToTop() {
+    const button = document.getElementById("pst-back-to-top");
+    if (!button) return;
+    const shown = button.getBoundingClientRect();
+    const height = shown.height || 48, width = shown.width || 160, margin = 8;
+    const top = window.innerHeight * 0.9 - margin, bottom = window.innerHeight * 0.9 + height + margin;
+    const left = window.innerWidth / 2 - width / 2 - margin, right = window.innerWidth / 2 + width / 2 + margin;
+    const covered = Array.from(document.querySelectorAll(PANELS)).some((panel) => {
+      const r = panel.getBoundingClientRect();
+      return r.width > 0 && r.bottom > top && r.top < bottom && r.right > left && r.left < right;
+    });
+    document.documentElement.classList.toggle("back-to-top-clear", covered);
+  }
+
+  function watchBackToTop() {
+    if (!document.querySelector(PANELS)) return;
+    let frame = null;
+    const later = () => {
+      if (frame === null) frame = requestAnimationFrame(() => { frame = null; clearBackToTop(); });
+    };
+    window.addEventListener("scroll", () => { clearBackToTop(); later(); }, { passive: true });
+    window.addEventListener("resize", later);
+    clearBackToTop();
+  }
+
   function init() {
+    watchBackToTop();
     solutionTitleLinks();
     addUnfoldButton();
     legibleFigures();

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from .browser import BrowserNotFound, find_browser
+from .site_checks import ServedLog, logging_handler
 
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
@@ -32,12 +33,21 @@ def chromium_path() -> str:
         pytest.fail(str(err))
 
 
+SERVED = ServedLog()  # every error the book's server answered, in order (site_checks.ServedLog)
+
+
+@pytest.fixture(scope="session")
+def served() -> ServedLog:
+    """The errors the server of :func:`site` answered, requests the page never hears of (``/favicon.ico``) too."""
+    return SERVED
+
+
 @pytest.fixture(scope="session")
 def site() -> str:
     """Serve the built book on a loopback port; yields its base URL."""
     if not (HTML / "index.html").is_file():
         pytest.fail(f"{HTML / 'index.html'} is missing: build the book first (make book)")
-    handler = functools.partial(_QuietHandler, directory=str(HTML))
+    handler = functools.partial(logging_handler(_QuietHandler, SERVED), directory=str(HTML))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -56,7 +56,7 @@
   };
   body.innerHTML =
     '<div class="ax-controls">' + ks + '<button type="button" class="ax-flat">flat kernel</button></div>' +
-    '<div class="ax-row"><div><div class="ax-caption" style="max-width: none">drag the bars or type the biases b(δ), from −4 to 4; under each bar its offset δ = key − query, b(δ) and the kernel β(δ) = softmax(b)(δ)</div>' +
+    '<div class="ax-row"><div style="min-width: 0; max-width: 100%"><div class="ax-caption" style="max-width: none">drag the bars or type the biases b(δ), from −4 to 4; under each bar its offset δ = key − query, b(δ) and the kernel β(δ) = softmax(b)(δ)</div>' +
     '<div class="ax-bars"></div><div class="ax-msg ax-warn ax-bias-msg" role="alert" hidden></div></div>' +
     '<div class="ax-number ax-mass"></div></div>' +
     '<div class="ax-row"><div class="ax-panel" style="text-align: left"><div class="ax-caption" style="max-width: none">attention softmax_j b(j − i): query i (rows), key j (columns)</div>' +
@@ -71,11 +71,12 @@
     var k = (state.bias.length - 1) / 2, html = "";
     state.bias.forEach(function (v, t) {
       var sub = String(t - k).replace("-", "−");
-      html += '<div class="ax-panel" style="width: 38px; white-space: nowrap"><div class="ax-bar-box" style="position: relative; width: 30px; height: ' + BAR_H +
-        'px; background: #f3f3f3; margin: auto"><div class="ax-bar" style="position: absolute; left: 3px; width: 24px; background: #1f5fa8"></div>' +
+      // Each bar's column is 38 px wide, and narrower when nine do not fit the column (k = 4 on a phone).
+      html += '<div class="ax-panel" style="flex: 0 1 38px; min-width: 0; white-space: nowrap"><div class="ax-bar-box" style="position: relative; width: 30px; max-width: 100%; height: ' + BAR_H +
+        'px; background: #f3f3f3; margin: auto"><div class="ax-bar" style="position: absolute; left: 10%; width: 80%; background: #1f5fa8"></div>' +
         '<div style="position: absolute; left: 0; right: 0; top: ' + BAR_H / 2 + 'px; border-top: 1px solid #999"></div></div>' +
         '<div class="ax-caption">' + sub + '</div><div class="ax-caption ax-bval"></div><div class="ax-caption ax-kval"></div>' +
-        '<input class="ax-bin ax-typed" inputmode="decimal" aria-label="b(' + sub + ')" style="width: 36px; padding: 1px; font-size: 12px"></div>';
+        '<input class="ax-bin ax-typed" inputmode="decimal" aria-label="b(' + sub + ')" style="width: 36px; max-width: 100%; padding: 1px; font-size: 12px"></div>';
     });
     q(".ax-bars").innerHTML = html;
     qa(".ax-bin").forEach(function (el, t) {

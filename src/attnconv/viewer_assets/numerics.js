@@ -272,8 +272,12 @@
     return [(pt.clientY - box.top) / box.height, (pt.clientX - box.left) / box.width];
   }
   // Mouse and touch alike: fn(ev) on press and on every move while pressed; a touch drag does not scroll the page.
+  // Only an element dragged on blocks the page's scrolling (touch-action: none, set here with the handlers); one that
+  // only takes taps keeps touch-action: manipulation (explorable.css), so a finger on it still scrolls the page.
   function onDrag(el, fn) {
     var down = false;
+    el.style.touchAction = "none";
+    el.dataset.drag = "true";
     var typed = function (ev) { return ev.target && /^(INPUT|SELECT|BUTTON)$/.test(ev.target.tagName); };  // a control inside
     el.addEventListener("mousedown", function (ev) { if (typed(ev)) return; down = true; fn(ev); ev.preventDefault(); });
     window.addEventListener("mousemove", function (ev) { if (down) fn(ev); });
