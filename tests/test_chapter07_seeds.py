@@ -140,3 +140,21 @@ def test_the_seed_figure_marks_each_seed_and_fits_a_phone(with_seeds):
     assert sum(len(line.get_xdata()) for line in grey) == sum(len(g.all_runs("subj")) for g in groups.values())
     with pytest.raises(ValueError, match="groups"):
         plot_seed_comparison({})
+
+
+def test_ranking_sentences_state_only_what_three_seeds_separate():
+    from attnconv.train.seeds import ranking_sentence
+
+    v, s = ranking_sentence("On SUBJ", ("composite-noabs", [0.86, 0.85, 0.855]), ("absolute", [0.83, 0.84, 0.835]))
+    assert v == 1 and "every one of the 3 pretraining seeds of `composite-noabs` is above" in s and "85.0% to 86.0%" in s
+    v, s = ranking_sentence("In loss", ("a", [5.3, 5.31, 5.29]), ("b", [6.3, 6.29, 6.31]), fmt=lambda x: f"{x:.2f}")
+    assert v == -1 and "is below every one" in s and "5.29 to 5.31" in s
+    v, s = ranking_sentence("On MR", ("a", [0.6, 0.64, 0.62]), ("b", [0.61, 0.63, 0.6]))
+    assert v == 0 and "no ranking is stated" in s and "above" not in s
+    # Two seeds, however far apart, rank nothing; neither does one pretraining run.
+    v, s = ranking_sentence("On MR", ("a", [0.70, 0.71]), ("b", [0.60, 0.61, 0.6]))
+    assert v is None and "2 pretraining runs of `a` and 3 pretraining runs of `b`, no ranking" in s
+    v, s = ranking_sentence("On MR", ("a", [0.70]), ("b", [0.60]))
+    assert v is None and "1 pretraining run of `a`" in s
+    with pytest.raises(ValueError, match="at least one value"):
+        ranking_sentence("On MR", ("a", []), ("b", [0.6]))

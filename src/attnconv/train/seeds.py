@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from .results import BertRun
 
-__all__ = ["SeedRuns", "order", "pretraining_seed", "seed_runs", "seed_table"]
+__all__ = ["SeedRuns", "order", "pretraining_seed", "ranking_sentence", "seed_runs", "seed_table"]
 
 
 def pretraining_seed(run: BertRun) -> int:
@@ -125,3 +125,38 @@ def seed_table(groups: dict[str, SeedRuns], tasks: Sequence[str]) -> tuple[list[
             cells.append(f"{_spread(runs, 100, 1)} ({len(runs)})" if len(runs) else "—")
         rows.append(cells)
     return headers, rows
+
+
+def _range(x: np.ndarray, fmt: Callable[[float], str]) -> str:
+    return fmt(x[0]) if len(x) == 1 else f"{fmt(x.min())} to {fmt(x.max())}"
+
+
+def ranking_sentence(what: str, a: tuple[str, Sequence[float]], b: tuple[str, Sequence[float]],
+                     fmt: Callable[[float], str] = lambda x: f"{100 * x:.1f}%", min_seeds: int = 3
+                     ) -> tuple[int | None, str]:
+    """What the pretraining seeds of two variants allow one to say about ``what`` (a loss, an accuracy), as a
+    verdict and one Markdown sentence: 1 or -1 when every seed of ``a`` is above or below every seed of ``b``
+    (:func:`order`), 0 when they overlap, ``None`` when either has fewer than ``min_seeds`` seeds. Only the first
+    two state a ranking; the others say that none is stated, and why.
+
+    Args:
+        what: the quantity, as the sentence's opening words (``"On SUBJ"``, ``"In masked-LM loss"``).
+        a, b: a variant's name and its values, one per pretraining seed.
+        fmt: how a value is written.
+    """
+    (name_a, x), (name_b, y) = a, b
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) == 0 or len(y) == 0:
+        raise ValueError(f"a, b: each needs at least one value, got {len(x)} and {len(y)}")
+    ranges = f"`{name_a}` {_range(x, fmt)}, `{name_b}` {_range(y, fmt)}"
+    if min(len(x), len(y)) < min_seeds:
+        runs = lambda n: f"{n} pretraining run" + ("s" if n > 1 else "")
+        return None, (f"{what}, with {runs(len(x))} of `{name_a}` and {runs(len(y))} of `{name_b}`, no ranking is "
+                      f"stated ({ranges}).")
+    verdict = order(x, y, min_seeds)
+    if verdict == 0:
+        return 0, (f"{what}, the {len(x)} and {len(y)} pretraining seeds overlap ({ranges}): they do not separate "
+                   f"the two, so no ranking is stated.")
+    side = "above" if verdict == 1 else "below"
+    return verdict, (f"{what}, every one of the {len(x)} pretraining seeds of `{name_a}` is {side} every one of the "
+                     f"{len(y)} of `{name_b}` ({ranges}).")
