@@ -137,6 +137,9 @@ class Isolation:
             view.hide(path)
         for path in sorted(inside, key=lambda p: len(p.parts)):
             view.expose(path)
+        for path in hidden:  # what a folder bound back inside a hidden one brought back into view (private checks)
+            if any(_under(path, p) and path != p for p in inside):
+                view.hide(path)
         view.expose(Path(scratch).absolute(), writable=True)
         cmd += view.args + ["--chdir", str(cwd or scratch), "--"]
         return cmd + (switch if self.inside else []) + list(argv)
