@@ -8,14 +8,16 @@ builds and fails the build when a claim lacks a check, a proof does not verify, 
 a true variant is not verified.
 
 - ``attnconv.claims.ledger``: :class:`Claim`, :class:`LedgerRow` and running the ledger;
-- ``attnconv.claims.image`` and ``attnconv.claims.sequence``: the claims of chapters 01/03 and 05;
+- ``attnconv.claims.image``, ``attnconv.claims.sequence`` and ``attnconv.claims.after``: the claims of chapters
+  01/03, 05 and 08;
 - ``attnconv.claims.page``: the ledger as HTML, with the book's numbers of the boxes.
 """
 
 from __future__ import annotations
 
+from .after import AFTER_CLAIMS
 from .image import IMAGE_CLAIMS
-from .ledger import (CH01, CH03, CH05, Claim, LedgerRow, immediate_general_steps, missing_checks, run_ledger,
+from .ledger import (CH01, CH03, CH05, CH08, Claim, LedgerRow, immediate_general_steps, missing_checks, run_ledger,
                      scope_counts)
 from .page import book_numbers, ledger_html
 from .sequence import SEQUENCE_CLAIMS
@@ -23,4 +25,4 @@ from .sequence import SEQUENCE_CLAIMS
 __all__ = ["Claim", "CLAIMS", "LedgerRow", "book_numbers", "ledger_html", "missing_checks", "run_ledger",
            "scope_counts", "immediate_general_steps"]
 
-CLAIMS: tuple[Claim, ...] = IMAGE_CLAIMS + SEQUENCE_CLAIMS
+CLAIMS: tuple[Claim, ...] = IMAGE_CLAIMS + SEQUENCE_CLAIMS + AFTER_CLAIMS

@@ -19,7 +19,7 @@ import sympy as sp
 from ..proofs import ProofResult
 from ..proofs.result import SCOPES
 
-__all__ = ["CH01", "CH03", "CH05", "LEDGER_CACHE", "Claim", "LedgerRow", "Variant", "immediate_general_steps",
+__all__ = ["CH01", "CH03", "CH05", "CH08", "LEDGER_CACHE", "Claim", "LedgerRow", "Variant", "immediate_general_steps",
            "missing_checks", "run_ledger", "scope_counts"]
 
 # A folder where the whole ledger's run is kept and shared, keyed on the library's source (``make test`` sets it,
@@ -29,6 +29,7 @@ LEDGER_CACHE = "ATTNCONV_LEDGER_CACHE"
 CH01 = "notebooks/01_convolution_as_shifts.md"
 CH03 = "notebooks/03_attention_can_express_convolution.md"
 CH05 = "notebooks/05_relative_positions_are_convolutions.md"
+CH08 = "notebooks/08_after_the_papers.md"
 
 Variant = tuple[str, Callable[[], ProofResult]]
 

@@ -7,7 +7,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from .ledger import CH01, CH03, CH05, LedgerRow, scope_counts
+from .ledger import CH01, CH03, CH05, CH08, LedgerRow, scope_counts
 
 __all__ = ["book_numbers", "ledger_html"]
 
@@ -15,7 +15,7 @@ _NUMBERED = ("definition", "lemma", "theorem", "proposition", "corollary", "rema
              "axiom", "criterion", "algorithm", "property", "observation", "assumption", "notation")
 
 
-def book_numbers(root: Path | str = ".", chapters: tuple[str, ...] = (CH01, CH03, CH05)) -> dict[str, str]:
+def book_numbers(root: Path | str = ".", chapters: tuple[str, ...] = (CH01, CH03, CH05, CH08)) -> dict[str, str]:
     """The book's number of every ``prf:`` box in ``chapters``: ``{"lem-heads-shifts": "Lemma 3.1", ...}``.
 
     The book numbers each kind of box per chapter (Lemma 3.1, Theorem 3.1), in order of appearance; the chapter

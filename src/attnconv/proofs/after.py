@@ -135,7 +135,7 @@ def patch_tokens_express_conv(reach: str = "ceil", index: str = "key-query",
                         via += w[offset] * pixel((patch + di) * p + s)
             diffs.append(sp.expand(direct - via))
         steps.append(verify_equal(f"P = {p}, r = {r}", f"pixel conv = patch conv with {2 * big + 1} patch taps",
-                                  sp.Matrix(diffs), sp.zeros(length, 1), scope="instance",
+                                  sp.Matrix(diffs), sp.zeros(length, 1), simplify=sp.expand, scope="instance",
                                   instance=f"P = {p}, r = {r}, 4 patches", numeric=False))
     names = ", ".join(f"(P, r) = ({p}, {r})" for p, r in instances)
     return combine("a convolution on pixels is a convolution on patch tokens",
