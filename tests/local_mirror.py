@@ -33,10 +33,21 @@ def build_mirror(folder: Path, n_train: int = 300, n_test: int = 150) -> dict[st
 
 
 @contextlib.contextmanager
-def serve(folder: Path, sums: dict[str, str]):
-    """Serve ``folder`` on 127.0.0.1; yields the environment variables that send every download there."""
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
-    handler.log_message = lambda *a: None
+def serve(folder: Path, sums: dict[str, str], requests: list[str] | None = None):
+    """Serve ``folder`` on 127.0.0.1; yields the environment variables that send every download there.
+
+    ``requests``, when given, receives the path of every request, in order (``/cifar-10-python.tar.gz``)."""
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def send_head(self):
+            if requests is not None:
+                requests.append(self.path)
+            return super().send_head()
+
+    handler = functools.partial(Handler, directory=str(folder))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()

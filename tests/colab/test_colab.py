@@ -5,7 +5,9 @@
   the shared environment), and the repository "clone" is a local clone;
 - CIFAR-10 and the NLTK zips downloaded from a server on 127.0.0.1, holding a tiny archive in the official
   python format and sample zips, through the environment variables the library honours;
-- the ``smoke`` budget chosen through ``ATTNCONV_BUDGET``.
+- the ``smoke`` budget chosen through ``ATTNCONV_BUDGET``;
+- no ``ATTNCONV_CACHE``, and a fresh local cache folder per session (a fresh runtime): the chapter mounts Drive, so
+  the download cache is on Drive and a later session, or the other chapter, fetches nothing again.
 
 Each chapter runs in a fresh kernel: its install cell, its import cell and its "Train it yourself" section. The
 first ch06 session is cut during its second epoch (a disconnect); the next session resumes it from the Drive
@@ -112,22 +114,35 @@ def _run(nb, cwd: Path, allow_errors: bool = False):
 @pytest.fixture(scope="module")
 def colab(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("colab")
-    served = tmp / "served"
+    served, requests = tmp / "served", []
     sums = build_mirror(served)
-    with serve(served, sums) as urls:
-        env = {**urls, "ATTNCONV_CACHE": str(tmp / "cache"), "ATTNCONV_BUDGET": "smoke",
-               "ATTNCONV_DRIVE_MOUNT": str(tmp / "drive"), "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
-        saved = {k: os.environ.pop(k, None) for k in ("ATTNCONV_DATA", "PYTHONPATH")}  # the kernel starts bare
-        try:
-            yield tmp, env
+    with serve(served, sums, requests) as urls:
+        env = {**urls, "ATTNCONV_BUDGET": "smoke", "ATTNCONV_DRIVE_MOUNT": str(tmp / "drive"),
+               "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+        saved = {k: os.environ.pop(k, None) for k in ("ATTNCONV_DATA", "PYTHONPATH", "ATTNCONV_CACHE")}
+        try:  # the kernel starts bare
+            yield tmp, env, requests
         finally:
             os.environ.update({k: v for k, v in saved.items() if v is not None})
 
 
+def _session(env: dict, tmp: Path, name: str) -> dict:
+    """The environment of a fresh runtime: its own empty local cache folder (the user cache of a new VM)."""
+    return {**env, "XDG_CACHE_HOME": str(tmp / "runtimes" / name)}
+
+
+ARCHIVE = "/cifar-10-python.tar.gz"
+
+
 def test_chapter_06_in_colab_downloads_trains_resumes_and_draws_the_run(colab):
-    tmp, env = colab
+    tmp, env, requests = colab
     folder = tmp / "drive" / "MyDrive" / "attnconv-runs" / RUN
-    cut = _run(_colab_notebook("06_cifar10_training", tmp, env, extra_before=_CUT), tmp, allow_errors=True)
+    drive_cache = tmp / "drive" / "MyDrive" / "attnconv" / "cache"
+    cut = _run(_colab_notebook("06_cifar10_training", tmp, _session(env, tmp, "first"), extra_before=_CUT), tmp,
+               allow_errors=True)
+    assert requests.count(ARCHIVE) == 1, requests
+    assert (drive_cache / "cifar-10-python.tar.gz").is_file(), "the download cache must be on the mounted Drive"
+    assert not (tmp / "runtimes" / "first" / "attnconv").exists(), "nothing downloaded into the runtime's own cache"
     errors = [o for c in cut.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert errors and errors[0]["ename"] == "KeyboardInterrupt", errors
     assert (folder / "checkpoint.pt").is_file() and not (folder / "final.json").exists()
@@ -135,9 +150,10 @@ def test_chapter_06_in_colab_downloads_trains_resumes_and_draws_the_run(colab):
     assert [r["epoch"] for r in first] == [1]
 
     report = tmp / "report06.json"
-    nb = _colab_notebook("06_cifar10_training", tmp, env,
+    nb = _colab_notebook("06_cifar10_training", tmp, _session(env, tmp, "second"),
                          report=f"REPORT = {str(report)!r}\nFIGURES = my_figures\n" + _REPORT)
     _run(nb, tmp)
+    assert requests.count(ARCHIVE) == 1, f"a second session must not download CIFAR-10 again: {requests}"
     seen = json.loads(report.read_text())
     assert seen["attnconv"].startswith(str(tmp / "site")), "the chapter must import the copy its install cell installed"
     assert seen["budget"] == "smoke" and seen["mine"] == str(folder)
@@ -146,8 +162,7 @@ def test_chapter_06_in_colab_downloads_trains_resumes_and_draws_the_run(colab):
     prov = json.loads((folder / "provenance.json").read_text())
     # the download: the tiny archive's md5 is not the official one, so the record names it a mirror's
     assert prov["data"].startswith("CIFAR-10-format archive from a mirror"), prov
-    assert str(tmp / "cache") in prov["data_source"], prov
-    assert (tmp / "cache" / "cifar-10-python.tar.gz").is_file()
+    assert str(drive_cache) in prov["data_source"], prov
     assert seen["lines"]["accuracy"][-1] == f"your run ({RUN})"
     assert "committed cpu-long sa-quadratic" in seen["lines"]["accuracy"]
     assert set(seen["lines"]) == {"accuracy", "centers", "reach"}
@@ -156,14 +171,15 @@ def test_chapter_06_in_colab_downloads_trains_resumes_and_draws_the_run(colab):
 
 
 def test_chapter_07_in_colab_downloads_the_corpora_and_pretrains(colab):
-    tmp, env = colab
+    tmp, env, requests = colab
     report = tmp / "report07.json"
-    nb = _colab_notebook("07_bert_convolutional_attention", tmp, env,
+    nb = _colab_notebook("07_bert_convolutional_attention", tmp, _session(env, tmp, "ch07"),
                          report=f"REPORT = {str(report)!r}\nFIGURES = {{'curve': fig}}\n" + _REPORT)
     _run(nb, tmp)
     seen = json.loads(report.read_text())
     folder = tmp / "drive" / "MyDrive" / "attnconv-runs" / "bert-smoke-composite"
     assert seen["mine"] == str(folder) and (folder / "final.json").is_file()
-    assert (tmp / "cache" / "nltk" / "corpora" / "brown.zip").is_file()
+    assert (tmp / "drive" / "MyDrive" / "attnconv" / "cache" / "nltk" / "corpora" / "brown.zip").is_file()
+    assert requests.count("/brown.zip") == 1, requests
     assert seen["lines"]["curve"][-1] == "your run (bert-smoke-composite)"
     assert "committed cpu-quick absolute" in seen["lines"]["curve"]

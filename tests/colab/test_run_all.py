@@ -8,6 +8,8 @@
   in the official format and sample NLTK zips), so that every chapter takes its Colab branches at small sizes.
 - A chapter must finish with no error. A student edition must stop at its first stub with the stub's
   ``NotImplementedError``, and nowhere before it.
+- Each notebook has a download cache of its own, as a fresh Colab runtime has. Chapters 01 and 02 show the
+  photograph matplotlib ships and ask the mirror for no CIFAR-10 archive.
 """
 
 from __future__ import annotations
@@ -48,15 +50,15 @@ def reader(tmp_path_factory):
                     str(clone)], check=True, timeout=600, cwd=tmp)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(site),
                     *map(str, wheels.glob("*.whl"))], check=True, timeout=600, cwd=tmp)
-    served = tmp / "served"
+    served, requests = tmp / "served", []
     sums = build_mirror(served)
-    with serve(served, sums) as urls:
+    with serve(served, sums, requests) as urls:
         env = {**urls, "ATTNCONV_CACHE": str(tmp / "cache"), "ATTNCONV_DRIVE_MOUNT": str(tmp / "drive"),
                "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
         saved = {k: os.environ.pop(k, None) for k in ("ATTNCONV_DATA", "ATTNCONV_RESULTS", "PYTHONPATH",
                                                        "ATTNCONV_BUDGET")}
         try:
-            yield tmp, site, env
+            yield tmp, site, env, requests
         finally:
             os.environ.update({k: v for k, v in saved.items() if v is not None})
 
@@ -80,10 +82,12 @@ def _text(nb) -> str:
 
 @pytest.mark.parametrize("edition,chapter", NOTEBOOKS, ids=[f"{e}-{c[:2]}" for e, c in NOTEBOOKS])
 def test_run_all_in_colab(reader, edition, chapter):
-    tmp, site, env = reader
-    nb = _as_in_colab(nbformat.read(ROOT / edition / f"{chapter}.ipynb", as_version=4), site, env)
+    tmp, site, env, requests = reader
     cwd = tmp / f"{edition}-{chapter}"  # a folder of its own, outside the repository
     cwd.mkdir()
+    env = {**env, "ATTNCONV_CACHE": str(cwd / "cache")}  # a fresh runtime: nothing downloaded yet
+    nb = _as_in_colab(nbformat.read(ROOT / edition / f"{chapter}.ipynb", as_version=4), site, env)
+    asked = len(requests)
     start = time.monotonic()
     NotebookClient(nb, timeout=900, kernel_name="python3", allow_errors=edition == "student",
                    resources={"metadata": {"path": str(cwd)}}).execute()
@@ -93,6 +97,11 @@ def test_run_all_in_colab(reader, edition, chapter):
     if edition == "notebooks":
         assert not errors, errors[:1]
         assert f"@@attnconv {site}" in _text(nb), "the chapter must import the installed package"
+        if chapter[:3] in ("01_", "02_"):
+            assert "Image used: a photograph of Grace Hopper" in _text(nb), "chapters 01-02 show the photograph"
+            assert "sha256 a8ca6d734765, the copy the book was written with" in _text(nb)
+            cifar = [r for r in requests[asked:] if "cifar" in r.lower()]
+            assert not cifar, f"chapters 01-02 must not download CIFAR-10: {cifar}"
         if chapter.startswith("05_"):
             assert "brown corpus, sentence 0" in _text(nb), "chapter 05 must show the downloaded Brown text"
     else:

@@ -19,11 +19,11 @@ from .cifar10 import (CIFAR10, CIFAR10_CLASSES, CIFAR10_MD5, ExampleImage, defau
                       generated_cifar10, load_cifar10, stand_in_notice)
 from .corpus import PRETRAIN_CORPORA, Corpus, Document, load_corpus
 from .download import in_colab, prepare_data, reader_may_download
-from .paths import data_root
+from .paths import data_root, mount_drive
 from .photo import example_photo
 from .tasks import TASKS, TaskData, TextExample, load_task
 
 __all__ = ["CIFAR10", "CIFAR10_CLASSES", "CIFAR10_MD5", "CIFAR10_MEAN", "CIFAR10_STD", "CropFlip", "CropFlipParams",
            "ExampleImage", "data_root", "default_cache_dir", "example_image", "example_photo", "generated_cifar10", "load_cifar10",
-           "in_colab", "normalize", "prepare_data", "reader_may_download", "stand_in_notice"]
+           "in_colab", "mount_drive", "normalize", "prepare_data", "reader_may_download", "stand_in_notice"]
 __all__ += ["PRETRAIN_CORPORA", "TASKS", "Corpus", "Document", "TaskData", "TextExample", "load_corpus", "load_task"]

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pooch
 
 ENV_VAR = "ATTNCONV_DATA"
 CACHE_ENV_VAR = "ATTNCONV_CACHE"
+DRIVE_MOUNT_ENV_VAR = "ATTNCONV_DRIVE_MOUNT"  # where Google Drive is mounted: /content/drive in Colab
+DRIVE_CACHE = Path("attnconv") / "cache"  # the download cache inside MyDrive, when Drive is mounted in Colab
 
 
 def data_root() -> Path | None:
@@ -49,9 +52,40 @@ def display_path(path: str | os.PathLike) -> str:
 
 
 def default_cache_dir() -> Path:
-    """Where downloads and decoded arrays are kept: ``$ATTNCONV_CACHE``, else the user cache folder."""
+    """Where downloads and decoded arrays are kept: ``$ATTNCONV_CACHE``; else, in Colab with Google Drive mounted,
+    ``MyDrive/attnconv/cache``, so that a later session or another notebook finds the downloads there; else the
+    user cache folder."""
     value = os.environ.get(CACHE_ENV_VAR, "").strip()
-    return Path(value).expanduser() if value else Path(pooch.os_cache("attnconv"))
+    if value:
+        return Path(value).expanduser()
+    drive = mounted_drive()
+    return drive / DRIVE_CACHE if drive is not None else Path(pooch.os_cache("attnconv"))
+
+
+def drive_mount_point() -> Path:
+    """Where Google Drive is mounted in Colab: ``$ATTNCONV_DRIVE_MOUNT``, else ``/content/drive``."""
+    return Path(os.environ.get(DRIVE_MOUNT_ENV_VAR, "").strip() or "/content/drive")
+
+
+def mounted_drive() -> Path | None:
+    """The reader's ``MyDrive`` folder when this is Colab and Google Drive is mounted, else ``None``."""
+    if "google.colab" not in sys.modules:
+        return None
+    folder = drive_mount_point() / "MyDrive"
+    return folder if folder.is_dir() else None
+
+
+def mount_drive() -> Path | None:
+    """In Colab, mount Google Drive (Colab asks the reader once) and return its ``MyDrive`` folder; elsewhere do
+    nothing and return ``None``. Once it is mounted, :func:`default_cache_dir` is on Drive: one download per Drive.
+    """
+    if "google.colab" not in sys.modules:
+        return None
+    if mounted_drive() is None:  # mount once; a second call finds MyDrive there
+        from google.colab import drive  # only importable in Colab
+
+        drive.mount(str(drive_mount_point()))
+    return drive_mount_point() / "MyDrive"
 
 
 def ensure_folder(path: str | os.PathLike, named: str | None = None) -> Path:

@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..data.download import in_colab, reader_may_download
+from ..data.paths import mount_drive
 from .cuda import gpu_name
 
 __all__ = ["BUDGETS", "BUDGET_ENV_VAR", "choose_budget", "pretrain_yourself", "run_folder", "runs_home",
@@ -28,7 +29,6 @@ __all__ = ["BUDGETS", "BUDGET_ENV_VAR", "choose_budget", "pretrain_yourself", "r
 BUDGETS = ("committed", "smoke", "cpu-quick", "cpu-30min", "gpu-10min", "paper")
 BUDGET_ENV_VAR = "ATTNCONV_BUDGET"
 RUNS_ENV_VAR = "ATTNCONV_RUNS"
-DRIVE_MOUNT_ENV_VAR = "ATTNCONV_DRIVE_MOUNT"  # where Google Drive is mounted: /content/drive in Colab
 
 
 def choose_budget(setting: str | None = None) -> str:
@@ -57,11 +57,7 @@ def runs_home(folder: str | os.PathLike | None = None) -> Path:
     if value:
         return Path(value).expanduser()
     if in_colab():
-        from google.colab import drive  # only importable in Colab
-
-        mount = os.environ.get(DRIVE_MOUNT_ENV_VAR, "").strip() or "/content/drive"
-        drive.mount(mount)
-        return Path(mount) / "MyDrive" / "attnconv-runs"
+        return mount_drive() / "attnconv-runs"
     return Path("my-runs")
 
 
