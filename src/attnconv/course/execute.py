@@ -119,7 +119,7 @@ def kill_tree(keep: set[int]) -> int:
 
 
 def _isolated_manager(isolation: Isolation, scratch: Path, cwd: Path, env: dict, limits: Limits,
-                      hide: tuple[Path, ...], readable: tuple[Path, ...]):
+                      hide: tuple[Path, ...], readable: tuple[Path, ...], cgroup=None):
     from jupyter_client.manager import AsyncKernelManager
 
     class IsolatedKernelManager(AsyncKernelManager):
@@ -131,7 +131,7 @@ def _isolated_manager(isolation: Isolation, scratch: Path, cwd: Path, env: dict,
 
         def format_kernel_cmd(self, extra_arguments=None):
             cmd = super().format_kernel_cmd(extra_arguments)
-            return isolation.command(cmd, scratch, env, limits, cwd=cwd, hide=hide, readable=readable)
+            return isolation.command(cmd, scratch, env, limits, cwd=cwd, hide=hide, readable=readable, cgroup=cgroup)
 
     from traitlets.config import Config
 
@@ -183,9 +183,11 @@ def _still_busy(client, index: int, cell) -> None:
 
 def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonce: str, isolation: Isolation,
                  scratch: Path, cwd: Path, library: Path, pythonpath: str, limits: Limits, cell_timeout: int,
-                 total_timeout: int, hide: tuple[Path, ...] = (), extra_env: dict[str, str] | None = None) -> KernelRun:
+                 total_timeout: int, hide: tuple[Path, ...] = (), extra_env: dict[str, str] | None = None,
+                 cgroup=None) -> KernelRun:
     """Execute ``nb`` in place (see the module docstring); ``capture_after`` maps a cell index to the exercises
-    whose answers are read right after it; ``extra_env`` is added to the kernel's environment."""
+    whose answers are read right after it; ``extra_env`` is added to the kernel's environment; ``cgroup``
+    (:class:`~attnconv.course.isolation.Cgroup`) is the one the kernel joins."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, DeadKernelError
 
@@ -213,7 +215,7 @@ def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonc
     env = clean_env({"PYTHONPATH": pythonpath, "HOME": str(scratch), "IPYTHONDIR": str(scratch / ".ipython"),
                      "MPLCONFIGDIR": str(scratch / ".matplotlib"), "MPLBACKEND": "Agg",
                      "PYTHONDONTWRITEBYTECODE": "1", "JUPYTER_PLATFORM_DIRS": "1", **(extra_env or {})})
-    manager = _isolated_manager(isolation, scratch, cwd, env, limits, hide, (library,))
+    manager = _isolated_manager(isolation, scratch, cwd, env, limits, hide, (library,), cgroup)
     client = CappedClient(nb, km=manager, timeout=cell_timeout, allow_errors=True, interrupt_on_timeout=True,
                             error_on_timeout={"ename": "CellTimeout", "evalue": "time limit"}, log=_QUIET,
                             resources={"metadata": {"path": str(cwd)}}, startup_timeout=180)

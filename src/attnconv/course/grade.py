@@ -44,7 +44,7 @@ from .exercises import exercises_for, score_results
 from .exercises.core import CheckResult, Exercise
 from .gradebook import write_gradebook
 from ..records import RESULTS_ENV_VAR, results_dir
-from .isolation import Isolation, Limits, detect
+from .isolation import Cgroup, Isolation, Limits, detect
 from .report import ExerciseGrade, GradeReport, answer_cells, read_notebook, resolve_chapter, written_answers
 from .sandbox import is_private, portable_probe, run_function_exercise
 from .sheets import read_sheet, sheet_conflicts, write_sheet
@@ -133,6 +133,10 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
     kernel_budget = max(1, total_timeout - min(total_timeout // 4, 300))  # the rest is kept for checking
     folder = Path(tempfile.mkdtemp(prefix="attnconv-grade-"))
     checker = None
+    # memory (tmpfs pages included) and processes of the kernel and the sandbox together, where the machine allows
+    cgroup, why = Cgroup.create(memory_mb + Limits.tmp_mb, Limits.processes)
+    if cgroup is None:
+        report.problems.append(f"not isolated: no cgroup ({why}); memory and processes are limited per process")
     try:
         folder.chmod(0o711)
         lib = Library.capture(()).write(folder / "library")  # attnconv only: the checks stay with the checker
@@ -151,7 +155,7 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
         extra = {"ATTNCONV_GRADING": "1"} | ({RESULTS_ENV_VAR: str(records)} if records is not None else {})
         run = run_notebook(nb, capture_after, secrets.token_hex(8), isolation, scratch, cwd, lib,
                            python_path(lib, private), Limits(memory_mb=memory_mb, cpu_s=total_timeout + 60),
-                           cell_timeout, kernel_budget, hide=secret, extra_env=extra)
+                           cell_timeout, kernel_budget, hide=secret, extra_env=extra, cgroup=cgroup)
         report.cell_errors = [{"cell": i, "ename": e["ename"], "evalue": e["evalue"]}
                               for i, e in sorted(run.errors.items())]
         report.problems += run.dropped
@@ -175,7 +179,7 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
                                          min(cell_timeout + 60, left), private, folder=folder, isolation=isolation,
                                          inputs=given.get(e.label, (None,))[0],
                                          probe=portable_probe(e, private) if e.label in given else None,
-                                         hide=secret)
+                                         hide=secret, cgroup=cgroup)
 
         with ThreadPoolExecutor(max_workers=2) as pool:
             runs = {e.label: pool.submit(rerun, e) for e in sandboxed}
@@ -185,6 +189,8 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
     finally:
         if checker is not None:
             checker.close()
+        if cgroup is not None:
+            cgroup.remove()
         with _LOCK:
             alone = _ACTIVE[0] == 1
             killed = kill_tree(before) if subreaper and alone else 0  # never another grading's processes
@@ -247,7 +253,7 @@ def _grade_in_worker(path: Path, chapter: str, cell_timeout: int, total_timeout:
         worker = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                                   cwd=folder, start_new_session=True)
         try:
-            stdout, stderr = worker.communicate(timeout=total_timeout + 4 * cell_timeout + 600)
+            stdout, stderr = worker.communicate(timeout=total_timeout + 180)  # the budget, and starting and ending
         except subprocess.TimeoutExpired:
             for pid in [*descendants(worker.pid), worker.pid]:  # the worker's kernels first, then the worker
                 try:

@@ -33,7 +33,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["PROTECTIONS", "Isolation", "Limits", "detect"]
+__all__ = ["PROTECTIONS", "Cgroup", "Isolation", "Limits", "detect"]
 
 PROTECTIONS = {
     "user": "runs as an unprivileged user, not as the grader",
@@ -98,15 +98,17 @@ class Isolation:
 
     def command(self, argv: list[str], scratch: Path, env: dict[str, str], limits: Limits, cwd: Path | None = None,
                 hide: tuple[Path, ...] = (), readable: tuple[Path, ...] = (), uid: int | None = None,
-                gid: int | None = None) -> list[str]:
+                gid: int | None = None, cgroup: Cgroup | None = None) -> list[str]:
         """``argv`` wrapped: limits and a clean ``env``, then the sandbox and the user switch where available.
 
         ``readable`` names private folders (the pristine library) that the unprivileged user must read; ``uid`` and
-        ``gid`` replace the unprivileged user (the checker runs as one of its own)."""
+        ``gid`` replace the unprivileged user (the checker runs as one of its own); ``cgroup``: the submission's
+        cgroup, which the process joins before anything else runs."""
         uid = self.uid if uid is None else uid
         gid = self.gid if gid is None else gid
         spec = {"limits": vars(limits), "env": env, "cwd": str(cwd or scratch),
-                "uid": uid if uid is not None else os.getuid()}
+                "uid": uid if uid is not None else os.getuid(),
+                "cgroup": [str(d / "cgroup.procs") for d in cgroup.dirs] if cgroup is not None else []}
         cmd = [sys.executable, "-I", "-S", str(Path(__file__).resolve()), json.dumps(spec), "--"]
         switch = []
         if self.setpriv and uid is not None:
@@ -234,6 +236,89 @@ def _probe(cmd: list[str]) -> bool:
 _DETECTED: dict[str, Isolation] = {}
 
 
+class Cgroup:
+    """A cgroup for one submission's processes (the kernel and the sandbox's reruns): memory, tmpfs pages included,
+    and the number of processes, counted together whatever user they run as. cgroup v2 where its memory and pids
+    controllers are enabled at the root, else v1's ``memory`` and ``pids`` hierarchies; only root can make one."""
+
+    def __init__(self, dirs: list[Path]) -> None:
+        self.dirs = dirs
+
+    @classmethod
+    def create(cls, memory_mb: int, processes: int) -> tuple[Cgroup | None, str]:
+        """A new cgroup with these limits, and ``""``; or ``None`` and why this machine offers none."""
+        import secrets
+
+        if os.geteuid() != 0:
+            return None, "only root can make a cgroup"
+        base, name = Path("/sys/fs/cgroup"), f"attnconv-{os.getpid()}-{secrets.token_hex(4)}"
+        made: list[Path] = []
+        try:
+            if (base / "cgroup.controllers").exists():
+                if not {"memory", "pids"} <= set((base / "cgroup.subtree_control").read_text().split()):
+                    return None, "cgroup v2 has no memory and pids controllers enabled at its root"
+                made.append(base / name)
+                made[0].mkdir()
+                (made[0] / "memory.max").write_text(str(memory_mb * 2**20))
+                (made[0] / "pids.max").write_text(str(processes))
+                try:
+                    (made[0] / "memory.swap.max").write_text("0")
+                except OSError:
+                    pass
+            elif (base / "memory" / "cgroup.procs").exists() and (base / "pids" / "cgroup.procs").exists():
+                made += [base / "memory" / name, base / "pids" / name]
+                for folder in made:
+                    folder.mkdir()
+                (made[0] / "memory.limit_in_bytes").write_text(str(memory_mb * 2**20))
+                try:
+                    (made[0] / "memory.memsw.limit_in_bytes").write_text(str(memory_mb * 2**20))
+                except OSError:
+                    pass
+                (made[1] / "pids.max").write_text(str(processes))
+            else:
+                return None, "no cgroup hierarchy with memory and pids controllers is mounted"
+        except OSError as err:
+            cls(made).remove()
+            return None, f"a cgroup could not be made ({err.strerror or err})"
+        return cls(made), ""
+
+    def peak_mb(self) -> float | None:
+        """The most memory its processes held at once, in MiB, where the kernel reports it."""
+        for name in ("memory.peak", "memory.max_usage_in_bytes"):
+            for folder in self.dirs:
+                try:
+                    return int((folder / name).read_text()) / 2**20
+                except (OSError, ValueError):
+                    pass
+        return None
+
+    def remove(self) -> None:
+        """Kill every process still in it, then remove it."""
+        import signal
+        import time
+
+        for _ in range(50):
+            pids = set()
+            for folder in self.dirs:
+                try:
+                    pids |= {int(p) for p in (folder / "cgroup.procs").read_text().split()}
+                except (OSError, ValueError):
+                    pass
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.1)
+        for folder in self.dirs:
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+
+
 def spare_uid(taken: tuple[int, ...] = ()) -> int:
     """A user id for the checker: ``$ATTNCONV_CHECKER_UID``, else the highest id under 65534 that no account, no
     group and no running process uses (and that is not in ``taken``)."""
@@ -320,6 +405,9 @@ def _launch(spec: dict, argv: list[str]) -> None:
     import resource
     import signal
 
+    for procs in spec.get("cgroup", []):  # joined before anything of the student's runs; its children stay in it
+        with open(procs, "w") as handle:
+            handle.write(str(os.getpid()))
     limits = spec["limits"]
     mib = 1024 * 1024
     for which, soft, hard in ((resource.RLIMIT_AS, limits["memory_mb"] * mib, limits["memory_mb"] * mib),

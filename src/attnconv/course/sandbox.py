@@ -24,6 +24,7 @@ from pathlib import Path
 __all__ = ["base_namespace", "is_private", "portable_probe", "run_function_exercise"]
 
 MARKER = "@@ATTNCONV-SANDBOX@@"
+REPLY_CAP = 64 * 2**20  # characters of the sandbox's reply (the probe's answers as data)
 
 
 def base_namespace() -> dict:
@@ -106,7 +107,8 @@ def _probe_from(spec: dict):
 
 def run_function_exercise(label: str, code: str, seed: int, timeout: float = 180, checks: tuple[str, ...] = (),
                           *, folder: Path | None = None, isolation=None, limits=None, inputs: str | None = None,
-                          probe: dict | None = None, hide: tuple[Path, ...] = ()) -> tuple[dict | None, str]:
+                          probe: dict | None = None, hide: tuple[Path, ...] = (),
+                          cgroup=None) -> tuple[dict | None, str]:
     """Run ``code`` (a student's cell) for exercise ``label`` on hidden inputs in a separate, isolated process.
 
     ``folder`` is the submission's private folder (its ``library`` is imported; a scratch folder is made in it);
@@ -120,6 +122,13 @@ def run_function_exercise(label: str, code: str, seed: int, timeout: float = 180
     from .isolation import Limits, clean_env, detect
 
     isolation = isolation or detect()
+    from .exercises import EXERCISES
+
+    exercise = EXERCISES.get(label)
+    if inputs is None and exercise is not None and exercise.sandboxed and is_private(exercise):
+        from .wire import dumps  # called alone: this process has the checks, and builds what the sandbox gets
+
+        inputs, probe = dumps(exercise.context(int(seed))), portable_probe(exercise, tuple(checks))
     if inputs is not None:
         request = json.dumps({"label": label, "code": code, "inputs": inputs, "probe": probe})
     else:
@@ -136,25 +145,30 @@ def run_function_exercise(label: str, code: str, seed: int, timeout: float = 180
                          "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
                          "PYTHONDONTWRITEBYTECODE": "1"})
         cmd = isolation.command([sys.executable, "-m", "attnconv.course.sandbox"], scratch, env,
-                                limits or Limits(cpu_s=int(timeout) * 4), readable=(library,),
-                                hide=tuple(hide) + tuple(private_paths(tuple(checks))))
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
-        try:
-            stdout, stderr = proc.communicate(request.encode(), timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None, f"your cell ran past the {timeout:.0f} s limit on the hidden inputs"
-        finally:
+                                limits or Limits(cpu_s=int(timeout) * 4, file_mb=256), readable=(library,),
+                                hide=tuple(hide) + tuple(private_paths(tuple(checks))), cgroup=cgroup)
+        # what it writes goes to files, never whole into the grader's memory: the reply line is read up to
+        # REPLY_CAP characters, and only the end of stderr
+        with open(Path(own) / "stdout", "wb+") as stdout, open(Path(own) / "stderr", "wb+") as stderr:
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, start_new_session=True)
             try:
-                os.killpg(proc.pid, 9)  # whatever it left behind
-            except (ProcessLookupError, PermissionError):
-                pass
-            proc.wait()
-    lines = [line for line in stdout.decode(errors="replace").splitlines() if line.startswith(MARKER)]
+                proc.communicate(request.encode(), timeout=timeout)
+            except subprocess.TimeoutExpired:
+                return None, f"your cell ran past the {timeout:.0f} s limit on the hidden inputs"
+            finally:
+                try:
+                    os.killpg(proc.pid, 9)  # whatever it left behind
+                except (ProcessLookupError, PermissionError):
+                    pass
+                proc.wait()
+            line = _reply_line(stdout)
+            stderr.seek(max(0, stderr.seek(0, os.SEEK_END) - 4096))
+            tail = stderr.read().decode(errors="replace").strip().splitlines()[-1:]
+    lines = [line] if line is not None else []
     if not lines:
         if proc.returncode is not None and proc.returncode < 0:  # a kill: the signal, not what the cell printed
             return None, f"the grader could not run your cell on hidden inputs ({_status(proc.returncode)})"
-        tail = stderr.decode(errors="replace").strip().splitlines()[-1:] or [_status(proc.returncode)]
+        tail = tail or [_status(proc.returncode)]
         return None, f"the grader could not run your cell on hidden inputs ({tail[0][:200]})"
     try:
         reply = json.loads(lines[-1][len(MARKER):])
@@ -168,6 +182,22 @@ def run_function_exercise(label: str, code: str, seed: int, timeout: float = 180
     except (ValueError, AttributeError):
         return None, "the sandbox's reply could not be read"
     return {"json": reply["answers"]}, ""
+
+
+def _reply_line(handle) -> str | None:
+    """The last line of ``handle`` that starts with the marker, reading at most REPLY_CAP characters of any line."""
+    handle.seek(0)
+    found, marker = None, MARKER.encode()
+    while True:
+        line = handle.readline(REPLY_CAP)
+        if not line:
+            return found
+        if not line.endswith(b"\n") and len(line) >= REPLY_CAP:  # longer than any reply: skip the rest of it
+            while line and not line.endswith(b"\n"):
+                line = handle.readline(REPLY_CAP)
+            continue
+        if line.startswith(marker):
+            found = line.decode(errors="replace").rstrip("\n")
 
 
 def _status(code: int) -> str:
