@@ -5,8 +5,8 @@
 - tapping the link in a solution's title opens the solution and throws nothing; after a 400 px, then a 1400 px
   window, no scroll cue is left on a box that fits;
 - no figure writes maths as raw names (``softmax_j``) in its caption, alt text or the words inside its image;
-- at most 4,000 visible words; a captioned figure on the first 1,000 px at 1400 px; and in chapters 01, 02, 03 and
-  05 a visible ``def`` of at most 20 lines, checked against the library.
+- at most 4,000 visible words; a captioned figure on the first 1,000 px at 1400 px; and in chapters 01, 02, 03,
+  05 and 08 a visible ``def`` of at most 20 lines, checked against the library.
 
 The chapters that do not meet a check yet are listed beside it as expected failures, each with the reason; when
 a chapter is rewritten to meet it, its entry goes (a chapter that passes while listed shows as XPASS).
@@ -20,7 +20,7 @@ from .conftest import HTML
 from .shape_checks import MAX_VISIBLE_WORDS, visible_defs
 
 CHAPTERS = sorted(p.stem for p in (HTML / "notebooks").glob("[0-9][0-9]_*.html"))
-FROM_SCRATCH = ("01_", "02_", "03_", "05_")
+FROM_SCRATCH = ("01_", "02_", "03_", "05_", "08_")
 
 NOT_YET: dict[str, dict[str, str]] = {  # chapter prefix -> why it does not pass a check yet (an expected failure)
     "figure_fit": {}, "equations": {}, "figure_words": {}, "words": {}, "first_screen": {}, "from_scratch": {},

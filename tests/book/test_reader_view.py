@@ -175,13 +175,13 @@ def test_every_viewer_responds_to_its_controls(visits, page_path):
     assert not v.clicks["viewer errors"], f"{page_path}: script errors while the controls moved: {v.clicks['viewer errors']}"
 
 
-EXPLORABLE_CHAPTERS = ("02_", "03_", "05_", "06_")
+EXPLORABLE_CHAPTERS = ("02_", "03_", "05_", "06_", "08_")
 
 
 @pytest.mark.book
 @pytest.mark.parametrize("page_path", [c for c in CHAPTERS if c.split("/")[-1].startswith(EXPLORABLE_CHAPTERS)])
 def test_explorable_chapters_carry_their_explorable(page_path):
-    """Chapters 02, 03, 05 and 06 teach with an explorable that computes in the page (its numerics are checked
+    """Chapters 02, 03, 05, 06 and 08 teach with an explorable that computes in the page (its numerics are checked
     against the library in tests/explorables); a page that lost it fails here."""
     text = (HTML / page_path).read_text(encoding="utf-8")
     assert "window.attnconvExplorables" in text and "attnconv-explorable" in text, f"{page_path}: no explorable"

@@ -15,6 +15,13 @@ __all__ = ["plot_coatnet_kernels", "plot_patch_reach", "plot_toeplitz_fix"]
 FONT = 11
 
 
+def _ticks_inside(ax) -> None:
+    """Keep only the ticks inside the axes' limits (matplotlib also makes labels for ticks just outside them)."""
+    for get, put, lim in ((ax.get_xticks, ax.set_xticks, ax.get_xlim()), (ax.get_yticks, ax.set_yticks, ax.get_ylim())):
+        lo, hi = min(lim), max(lim)
+        put([t for t in get() if lo - 1e-9 <= t <= hi + 1e-9])
+
+
 def plot_patch_reach(kernel_size: int, patch_size: int, pixel: tuple[int, int], patches: int = 4,
                      width: float = 4.4) -> Figure:
     """A grid of ``patches`` x ``patches`` patches of ``patch_size`` pixels; the kernel's window around ``pixel``
@@ -69,7 +76,13 @@ def plot_toeplitz_fix(maps: Sequence[np.ndarray], titles: Sequence[str], outputs
     ax.set_xlabel("position", fontsize=FONT)
     ax.set_title("output on a constant input", fontsize=FONT)
     ax.tick_params(labelsize=FONT - 1)
+    ax.ticklabel_format(axis="y", useOffset=False)  # a flat line near 1 reads as 1, not as an offset
+    lo, hi = min(float(np.min(o)) for o in outputs), max(float(np.max(o)) for o in outputs)
+    span = max(hi - lo, 0.5 * max(abs(lo), abs(hi), 1e-3))
+    ax.set_ylim(lo - 0.25 * span, hi + 0.25 * span)
+    ax.locator_params(axis="y", nbins=4)
     ax.legend(fontsize=FONT - 1, frameon=False)
+    _ticks_inside(ax)
     for extra in list(axes.flat)[panels:]:
         extra.axis("off")
     fig.tight_layout()
@@ -91,12 +104,16 @@ def plot_coatnet_kernels(offsets: np.ndarray, pre: np.ndarray, post: np.ndarray,
     left.set_xlabel("offset j − i", fontsize=FONT)
     left.set_ylabel("weight on key j", fontsize=FONT)
     left.set_title("content off: one query's kernel", fontsize=FONT)
-    left.legend(fontsize=FONT - 1, frameon=False)
+    left.set_xticks(offsets[:: max(1, len(offsets) // 6)])
+    low, high = min(0.0, float(np.min(post)), float(np.min(pre))), max(float(np.max(post)), float(np.max(pre)))
+    left.set_ylim(low - 0.05 * (high - low), high + 0.45 * (high - low))  # room for the legend above the bars
+    left.legend(fontsize=FONT - 1, frameon=False, loc="upper left")
     right.plot(scales, distances, "o-", color="#1f5fa8")
     right.set_xlabel("scale of the content term", fontsize=FONT)
     right.set_ylabel("distance from the kernel", fontsize=FONT)
     right.set_title("content on: the two compete", fontsize=FONT)
     for ax in (left, right):
         ax.tick_params(labelsize=FONT - 1)
+        _ticks_inside(ax)
     fig.tight_layout()
     return fig
