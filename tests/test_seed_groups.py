@@ -194,3 +194,29 @@ def test_plots_draw_every_layer_and_every_model(results):
     plt.close(fig)
     with pytest.raises(ValueError, match="ncols"):
         plot_accuracy_and_locality(groups, ncols=3)
+
+
+# --- the optimiser of the gating experiment -------------------------------------------------------------------
+
+def test_gpsa_gates_get_no_weight_decay_and_adamw_is_a_choice():
+    from attnconv.models import no_weight_decay
+    from attnconv.train.runs import check_resumable, config_to_dict
+    from attnconv.train.vision import _optimizer
+
+    model = build_model("sa-gpsa", TINY)
+    skip = no_weight_decay(model)
+    assert {"blocks.0.attn.gating", "blocks.1.attn.gating"} <= skip
+    assert "blocks.0.attn.positional.centers" in skip and "blocks.0.attn.q_proj.weight" not in skip
+    config = _config(model="sa-gpsa", sa=TINY, optimizer="adamw", lr=1e-3, weight_decay=0.05)
+    opt = _optimizer(model, config)
+    assert isinstance(opt, torch.optim.AdamW) and [g["weight_decay"] for g in opt.param_groups] == [0.05, 0.0]
+    gating = {id(model.blocks[0].attn.gating)}
+    assert gating <= {id(p) for p in opt.param_groups[1]["params"]}
+    assert isinstance(_optimizer(model, _config(model="sa-gpsa", sa=TINY)), torch.optim.SGD)
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        _config(optimizer="adam")
+    # a checkpoint saved before the field existed resumes as SGD, and only as SGD
+    old = {k: v for k, v in config_to_dict(_config()).items() if k != "optimizer"}
+    check_resumable(old, config_to_dict(_config()))
+    with pytest.raises(ValueError, match="optimizer"):
+        check_resumable(old, config_to_dict(_config(optimizer="adamw")))

@@ -246,9 +246,12 @@ def gpsa_gates(model: nn.Module) -> list[Tensor]:
 
 
 def no_weight_decay(model: nn.Module) -> set[str]:
-    """Names of the parameters the paper trains without weight decay: the Gaussian centres and spreads."""
+    """Names of the parameters the paper trains without weight decay: the Gaussian centres and spreads; and GPSA's
+    gate logits λ_h, as ConViT (whose optimiser decays no 1-D parameter): decay would pull every gate to ½."""
     names = set()
     for prefix, module in model.named_modules():
         if isinstance(module, (QuadraticEncoding, AnisotropicGaussianEncoding)):
             names.update(f"{prefix}.{n}" if prefix else n for n, _ in module.named_parameters())
+        elif isinstance(module, GatedPositionalSelfAttention):
+            names.add(f"{prefix}.gating" if prefix else "gating")
     return names

@@ -34,8 +34,8 @@ from .checkpoint import atomic_write_text
 __all__ = [
     # the run folder
     "ATTENTION_FILE", "CENTERS_FILE", "CHECKPOINT_NAME", "FINAL_FILE", "HEADS_FILE", "KERNELS_FILE", "METRICS_FILE",
-    "PROVENANCE_FILE", "TOKENIZER_FILE", "RUN_CONTROL_FIELDS", "check_resumable", "load_average", "read_jsonl",
-    "start_run", "write_jsonl",
+    "PROVENANCE_FILE", "TOKENIZER_FILE", "ADDED_FIELDS", "RUN_CONTROL_FIELDS", "check_resumable", "load_average",
+    "read_jsonl", "start_run", "write_jsonl",
     # inside a loop
     "NonFiniteLossError", "check_device", "check_finite_loss", "stream_seed",
     # configs as data
@@ -54,6 +54,9 @@ KERNELS_FILE = "kernels.json"
 
 # Config fields that may differ when a run is resumed: they change how it is watched, not what it computes.
 RUN_CONTROL_FIELDS = ("progress", "time_limit")
+# Config fields added after runs were recorded, with the value every earlier run used: a checkpoint without one
+# resumes under that value.
+ADDED_FIELDS = {"optimizer": "sgd"}
 
 
 def start_run(out: Path, resume: bool) -> Path:
@@ -77,8 +80,10 @@ def _plain(value: Any) -> Any:
 
 
 def check_resumable(saved: Mapping[str, Any], now: Mapping[str, Any]) -> None:
-    """A run may only be resumed with the config it started with, up to ``RUN_CONTROL_FIELDS``."""
-    diffs = [k for k in now if k not in RUN_CONTROL_FIELDS and _plain(now[k]) != _plain(saved.get(k))]
+    """A run may only be resumed with the config it started with, up to ``RUN_CONTROL_FIELDS``; a field of
+    ``ADDED_FIELDS`` missing from ``saved`` reads as its earlier value."""
+    diffs = [k for k in now if k not in RUN_CONTROL_FIELDS
+             and _plain(now[k]) != _plain(saved.get(k, ADDED_FIELDS.get(k)))]
     if diffs:
         raise ValueError(f"cannot resume: the config differs from the checkpoint's in {diffs}")
 

@@ -3,7 +3,7 @@
 One function, :func:`train_vision`, in the order a run happens:
 
 1. load CIFAR-10 once and keep it on the training device as uint8 (augmentation happens there, batched);
-2. build the model and SGD with momentum, without weight decay on Gaussian centres and spreads;
+2. build the model and SGD with momentum (or AdamW), without weight decay on Gaussian centres and spreads;
 3. every epoch: shuffle, augment, step with a warm-up + cosine learning rate, evaluate, append a line to
    ``metrics.jsonl``, snapshot the attention centres, and write an atomic checkpoint;
 4. at the end: ``final.json``, ``provenance.json``, and for attention models the heads' attention maps.
@@ -60,14 +60,17 @@ def _subset(n_total: int, n: int | None, seed: int, what: str) -> Tensor:
     return torch.randperm(n_total, generator=torch.Generator().manual_seed(seed))[:n].sort().values
 
 
-def _optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.SGD:
-    """SGD with momentum; weight decay on every parameter except Gaussian centres and spreads."""
+def _optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    """SGD with momentum, or AdamW; weight decay on every parameter except Gaussian centres and spreads and GPSA
+    gates."""
     skip = no_weight_decay(model)
     decay = [p for n, p in model.named_parameters() if n not in skip]
     plain = [p for n, p in model.named_parameters() if n in skip]
     groups = [{"params": decay, "weight_decay": config.weight_decay}]
     if plain:
         groups.append({"params": plain, "weight_decay": 0.0})
+    if config.optimizer == "adamw":
+        return torch.optim.AdamW(groups, lr=config.lr)
     return torch.optim.SGD(groups, lr=config.lr, momentum=config.momentum)
 
 

@@ -14,7 +14,9 @@ from ..models import MODEL_NAMES, ResNetConfig, VisionConfig
 from .precision import check_precision
 from .runs import check_device, named_copy
 
-__all__ = ["TrainConfig", "VISION_CONFIGS", "named_config"]
+__all__ = ["OPTIMIZERS", "TrainConfig", "VISION_CONFIGS", "named_config"]
+
+OPTIMIZERS = ("sgd", "adamw")
 
 
 @dataclass
@@ -28,9 +30,12 @@ class TrainConfig:
         resnet: sizes of the ResNet.
         epochs: passes over the (sub)set of training images.
         batch_size: the global batch, split evenly over the processes.
-        lr: peak learning rate of SGD with momentum.
-        momentum: SGD momentum.
-        weight_decay: L2 penalty (not applied to Gaussian centres and spreads).
+        lr: peak learning rate.
+        momentum: SGD momentum (unused by AdamW).
+        weight_decay: L2 penalty with SGD, decoupled decay with AdamW (neither applied to Gaussian centres and
+            spreads nor to GPSA gates: :func:`attnconv.models.vision.no_weight_decay`).
+        optimizer: ``"sgd"`` (SGD with momentum, the paper's) or ``"adamw"`` (AdamW with PyTorch's β and ε, as
+            ConViT and DeiT train).
         warmup: fraction of all steps spent in linear warm-up before the cosine decay.
         label_smoothing: the training loss's label smoothing (0: plain cross-entropy).
         flip_test: the final accuracy on the full test set averages each image's logits with its mirror's.
@@ -60,6 +65,7 @@ class TrainConfig:
     lr: float = 0.1
     momentum: float = 0.9
     weight_decay: float = 1e-4
+    optimizer: str = "sgd"
     warmup: float = 0.05
     label_smoothing: float = 0.0
     flip_test: bool = False
@@ -94,6 +100,8 @@ class TrainConfig:
         if not self.lr > 0 or not 0 <= self.momentum < 1 or self.weight_decay < 0:
             raise ValueError(f"need lr > 0, 0 <= momentum < 1, weight_decay >= 0; got {self.lr}, "
                              f"{self.momentum}, {self.weight_decay}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
         real_number("label_smoothing", self.label_smoothing)
         if not 0 <= self.label_smoothing < 1:
             raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing!r}")
