@@ -17,7 +17,8 @@ lists the inputs and outputs of its ``compute``.
 
 Odd input never turns into NaN or a silent 0: ``compute`` throws a ``RangeError`` that says which input is wrong
 and what it may be, and a control the reader types into (a temperature, α, a kernel weight, a bias, a query)
-refuses a value it cannot take with a message next to it, keeping the last good state. A drag renders at most
+refuses a value it cannot take with a message next to it, keeping the last good state (chapter 03's explorable
+instead computes nothing, its numbers reading "not computed", until the field holds a value it can take). A drag renders at most
 once per animation frame; chapter 06's network runs at most a few times a second during a stroke.
 
 - :func:`~attnconv.explorables.construction.construction_explorable` (chapter 03, ``ch03-construction``)
