@@ -110,7 +110,9 @@ test-lib: $(STAMP) browser
 # here) for every chapter but 07, which the course grades with its corpora; so nbval runs only 07 without data.
 # NBVAL_DATA=1 adds nbval's own run of every chapter with the data.
 # Chapter 08 trains nothing and reads its experiments from the committed records: nbval runs it without data too.
-NODATA_CHAPTERS ?= notebooks/07_bert_convolutional_attention.ipynb notebooks/08_after_the_papers.ipynb
+# Part V's appendix (07a) reads only records and has no exercises, so the course never runs it: nbval does.
+NODATA_CHAPTERS ?= notebooks/07_bert_convolutional_attention.ipynb notebooks/08_after_the_papers.ipynb \
+  notebooks/07a_appendix_language_runs.ipynb
 test-notebooks: $(STAMP)
 	$(STAGE_START)
 	$(if $(NBVAL_DATA),$(BIN)/python -m pytest --nbval-lax --nbval-current-env notebooks -q \

@@ -127,3 +127,9 @@ def test_three_seeds_give_each_task_a_verdict():
     # Variants with one pretraining run rank nothing by this rule.
     with pytest.raises(ValueError, match="pretraining seeds"):
         order(g["composite"].seed_means("subj"), g["absolute"].seed_means("subj"))
+
+
+def test_nbval_runs_the_appendix_without_data():
+    make = (ROOT / "Makefile").read_text().replace("\\\n", " ")  # continuation lines joined
+    nodata = re.search(r"^NODATA_CHAPTERS \?= (.*)$", make, re.M).group(1).split()
+    assert "notebooks/07a_appendix_language_runs.ipynb" in nodata and APPENDIX.with_suffix(".ipynb").is_file()
