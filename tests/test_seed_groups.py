@@ -101,6 +101,8 @@ def test_attention_distance_of_a_shift_and_of_uniform_attention():
     n = 7
     uniform = torch.full((2, 1, n, n), 1 / n)  # batched input is averaged over the batch
     assert attention_distance(uniform, (n,)).item() == pytest.approx((n * n - 1) / (3 * n))  # mean |i - j|
+    grid = torch.full((1, 64, 64), 1 / 64)
+    assert attention_distance(grid, (8, 8)).item() == pytest.approx(4.1365, abs=1e-4)  # the docstring's figure
 
 
 def test_attention_distance_refuses_bad_input():
