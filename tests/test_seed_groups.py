@@ -184,15 +184,18 @@ def test_spread_and_summary(results):
 
 def test_plots_draw_every_layer_and_every_model(results):
     epochs, gates = gate_curves(seed_groups(results, "ch08-gating")["sa-gpsa"][:3])
-    fig = plot_gate_curves(epochs, gates, ncols=1, start=0.73)
+    fig = plot_gate_curves(epochs, gates, ncols=1, start=0.73, ylim=(0, 1))
     assert sum(ax.get_visible() for ax in fig.axes) == 2 and fig.axes[0].get_ylim() == (0, 1)
     assert len(fig.axes[0].lines) == 3 + 1  # a line per seed and the start
     plt.close(fig)
     with pytest.raises(ValueError, match="gates must be"):
         plot_gate_curves(epochs[:2], gates)
     groups = {**seed_groups(results, "ch08-position"), "sa-gpsa": seed_groups(results, "ch08-gating")["sa-gpsa"][:3]}
-    fig = plot_accuracy_and_locality(groups, ncols=1, labels={"sa-content": "content"})
+    fig = plot_accuracy_and_locality(groups, ncols=1, labels={"sa-content": "content"}, uniform=4.1,
+                                     start={"sa-gpsa": [1.0, 1.5]})
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["content", "sa-gpsa"]
+    legend = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert legend == ["content", "sa-gpsa", "sa-gpsa, at the start", "uniform attention"]
     plt.close(fig)
     with pytest.raises(ValueError, match="ncols"):
         plot_accuracy_and_locality(groups, ncols=3)

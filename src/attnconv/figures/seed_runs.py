@@ -17,15 +17,17 @@ __all__ = ["plot_gate_curves", "plot_accuracy_and_locality"]
 _MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
-def plot_gate_curves(epochs: np.ndarray, gates: np.ndarray, ncols: int = 3, start: float | None = None) -> Figure:
+def plot_gate_curves(epochs: np.ndarray, gates: np.ndarray, ncols: int = 3, start: float | None = None,
+                     ylim: tuple[float, float] | None = None) -> Figure:
     """One panel per layer: each seed's gate σ(λ_h) averaged over the heads (a line), with the range over the
-    heads shaded, against the epoch.
+    heads shaded, against the epoch. The panels share their y axis.
 
     Args:
         epochs: ``(T,)`` snapshot epochs.
         gates: ``(S, T, L, N_h)``, as :func:`attnconv.train.seed_groups.gate_curves` returns.
         ncols: panels a row.
         start: a gate value drawn as a dashed line (ConViT's start, σ(1) ≈ 0.73), or ``None``.
+        ylim: the y range (default: fitted to the gates, so that small moves show).
     """
     epochs, gates = np.asarray(epochs, dtype=float), np.asarray(gates, dtype=float)
     if gates.ndim != 4 or epochs.shape != gates.shape[1:2]:
@@ -47,7 +49,8 @@ def plot_gate_curves(epochs: np.ndarray, gates: np.ndarray, ncols: int = 3, star
             ax.plot(epochs, g.mean(-1), color=f"C{s}", lw=1.8, label=f"seed {s}")
         if start is not None:
             ax.axhline(start, color="0.4", ls="--", lw=1, label="start")
-        ax.set_ylim(0, 1)
+        if ylim is not None:
+            ax.set_ylim(*ylim)
         ax.set_title(f"layer {layer + 1}")
         ax.set_xlabel("epoch")
         if layer % ncols == 0:
@@ -60,7 +63,8 @@ def plot_gate_curves(epochs: np.ndarray, gates: np.ndarray, ncols: int = 3, star
 
 
 def plot_accuracy_and_locality(groups: dict[str, list[RunResult]], ncols: int = 2,
-                               labels: dict[str, str] | None = None) -> Figure:
+                               labels: dict[str, str] | None = None, uniform: float | None = None,
+                               start: dict[str, Sequence[float]] | None = None) -> Figure:
     """Two panels: the final test accuracy of every run (a marker per seed, a bar at the mean), and each layer's
     mean attention distance (the mean over its heads; a marker per seed, a line through the means).
 
@@ -68,6 +72,8 @@ def plot_accuracy_and_locality(groups: dict[str, list[RunResult]], ncols: int = 
         groups: model -> its runs, as :func:`attnconv.train.seed_groups.seed_groups` returns.
         ncols: 2 (side by side) or 1 (stacked).
         labels: a display name per model (default: the model's name).
+        uniform: the distance of uniform attention, drawn as a dashed grey line, or ``None``.
+        start: per model, each layer's distance at initialisation, drawn dotted in the model's colour.
     """
     if not groups or any(not runs for runs in groups.values()):
         raise ValueError("groups: need at least one model, each with at least one run")
@@ -88,6 +94,10 @@ def plot_accuracy_and_locality(groups: dict[str, list[RunResult]], ncols: int = 
         dist_ax.plot(layer, dist.mean(0), color=f"C{k}", lw=1.8, label=labels.get(model, model))
         for s, d in enumerate(dist):
             dist_ax.plot(layer, d, _MARKERS[s % len(_MARKERS)], color=f"C{k}", mfc="none" if s else f"C{k}", ms=6)
+        if start and model in start:
+            dist_ax.plot(layer, start[model], ":", color=f"C{k}", lw=1.5, label=f"{labels.get(model, model)}, at the start")
+    if uniform is not None:
+        dist_ax.axhline(uniform, color="0.4", ls="--", lw=1, label="uniform attention")
     acc_ax.set_yticks(range(len(models)), [labels.get(m, m) for m in models])
     acc_ax.invert_yaxis()
     acc_ax.set_xlabel("test accuracy (%)")
