@@ -23,7 +23,8 @@ from attnconv.gpsa import GatedPositionalSelfAttention  # noqa: E402
 from attnconv.models import SelfAttentionNet, VisionConfig, build_model, gpsa_gates, make_attention  # noqa: E402
 from attnconv.positional.base import grid_positions  # noqa: E402
 from attnconv.train import train_vision  # noqa: E402
-from attnconv.train.seed_groups import gate_curves, group_summary, layer_locality, seed_groups, spread  # noqa: E402
+from attnconv.train.seed_groups import (gate_curves, group_summary, initial_distance, layer_locality,  # noqa: E402
+                                        seed_groups, spread)
 
 from .test_train import _config, _tiny_data  # noqa: E402
 
@@ -225,3 +226,21 @@ def test_gpsa_gates_get_no_weight_decay_and_adamw_is_a_choice():
     check_resumable(old, config_to_dict(_config()))
     with pytest.raises(ValueError, match="optimizer"):
         check_resumable(old, config_to_dict(_config(optimizer="adamw")))
+
+
+def test_initial_distance_rebuilds_the_run_before_training(tmp_path):
+    from attnconv.train.runs import config_to_dict
+    from attnconv.train.results import RunResult
+
+    config = _config(model="sa-quadratic", sa=dataclasses.replace(TINY, attention="quadratic"), seed=3)
+    run = RunResult("r", [], {}, {"config": config_to_dict(config)})
+    images = torch.zeros(1, 32, 32, 3)
+    torch.manual_seed(3)
+    model = build_model("sa-quadratic", config.sa).eval()
+    want = [attention_distance(p, (16, 16)).mean().item() for p in model.attention_probs(images)]
+    np.testing.assert_allclose(initial_distance(run, images), want)
+    other = RunResult("r", [], {}, {"config": config_to_dict(dataclasses.replace(config, seed=4))})
+    assert not np.allclose(initial_distance(other, images), want)  # another seed, other centres
+    resnet = RunResult("r", [], {}, {"config": config_to_dict(dataclasses.replace(config, model="resnet18"))})
+    with pytest.raises(ValueError, match="not an attention model"):
+        initial_distance(resnet, images)

@@ -4,7 +4,8 @@ A group is every finished run folder ``<prefix>-<model>-s<seed>`` of one results
 ``results/ch08-gating-sa-gpsa-s0``, ``-s1``, ``-s2``). :func:`seed_groups` reads them, model by model;
 :func:`gate_curves` stacks the GPSA gates σ(λ_h) that each run recorded over training; :func:`spread` and
 :func:`group_summary` give a model's final accuracy and how local its heads are, as a mean with its spread over
-seeds; :func:`layer_locality` reads how local each layer's heads are from one run's ``heads.json``.
+seeds; :func:`layer_locality` reads how local each layer's heads are from one run's ``heads.json``, and
+:func:`initial_distance` how local they were before training.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import torch
 
+from ..analysis import attention_distance
+from ..models import SelfAttentionNet, VisionConfig, build_model
 from .results import RunResult, load_run
-from .runs import FINAL_FILE
+from .runs import FINAL_FILE, config_from_dict
 
-__all__ = ["Spread", "gate_curves", "group_summary", "layer_locality", "seed_groups", "spread"]
+__all__ = ["Spread", "gate_curves", "group_summary", "initial_distance", "layer_locality", "seed_groups", "spread"]
 
 
 def seed_groups(results: str | os.PathLike, prefix: str) -> dict[str, list[RunResult]]:
@@ -138,3 +142,30 @@ def group_summary(groups: dict[str, list[RunResult]]) -> dict[str, dict[str, Spr
                       "mass": spread([loc["mass"].mean() for loc in local]),
                       "cpu_min": spread([sum(h["cpu_time_s"] for h in r.history) / 60 for r in runs])}
     return out
+
+
+@torch.no_grad()
+def initial_distance(run: RunResult, images: torch.Tensor) -> np.ndarray:
+    """Each layer's mean attention distance (the mean over its heads) *before* training, on normalised ``images``
+    ``(B, H, W, C)``: the run's model rebuilt from its recorded config and seed, as the trainer builds it
+    (``torch.manual_seed(seed)``, then the model). For a content-free model any images give the same answer.
+
+    Returns:
+        ``(L,)`` distances in tokens.
+
+    Raises:
+        ValueError: the run is not an attention model.
+    """
+    config = run.provenance["config"]
+    if not str(config.get("model", "")).startswith("sa-"):
+        raise ValueError(f"run: {run.name} is not an attention model ({config.get('model')!r})")
+    sa = config_from_dict(VisionConfig, config["sa"])
+    state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(config["seed"])
+        model = build_model(config["model"], sa)
+    finally:
+        torch.random.set_rng_state(state)
+    assert isinstance(model, SelfAttentionNet)
+    probs = model.eval().attention_probs(images)
+    return np.array([attention_distance(p, sa.grid).mean().item() for p in probs])
