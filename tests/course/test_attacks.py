@@ -32,7 +32,7 @@ from attnconv.course.grade import grade_notebook, main
 from attnconv.course.isolation import detect
 from toy_course import CHAPTER, MAX, honest_cells, stub_cells, write
 
-LIBRARY = Path(attnconv.__file__).resolve().parent
+LIBRARY = Path(attnconv.__file__).resolve().parent / "course"  # the package the attacks write to
 FULL = detect().protections.get("filesystem", False)
 
 
@@ -165,7 +165,9 @@ def test_the_sandbox_has_no_network_and_writes_only_its_scratch_folder(tmp_path)
              f"for target in ('/etc/attnconv-test', {str(real)!r}):\n"
              "    try:\n        open(target, 'w')\n        print('wrote', target)\n"
              "    except OSError:\n        pass\n"
-             f"open({str(tmp_path / 'outside')!r}, 'w')  # /tmp is the sandbox's own, empty and private\n"
+             "try:  # /tmp is the sandbox's own, private: the write fails, or lands there and vanishes\n"
+             f"    open({str(tmp_path / 'outside')!r}, 'w')\n"
+             "except OSError:\n    pass\n"
              "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=3)\n    print('network')\n"
              "except OSError:\n    pass\n"
              "print('uid', os.getuid())\n"

@@ -145,3 +145,44 @@ def test_one_budget_covers_the_whole_submission(toy):
     report = grade_notebook(nb, CHAPTER, cell_timeout=30, total_timeout=80, checks=("toy_checks",))
     assert report.seconds < 80 + 30, report.seconds  # the budget, and the time to clean up
     assert report.score == 1, report.table()  # the answer before the sleeps still counts
+
+
+UID_CHECKS = '''
+import os, sys
+
+from attnconv.course.exercises import CheckResult, register
+
+
+@register("ex-uid-who", "98_uid", "code", 1, ("x",))
+def who(x):
+    return CheckResult(True, f"{os.getuid()} {os.getcwd()} {sys.path!r}")
+'''
+
+
+@pytest.mark.skipif(not AS_ROOT_SWITCHED, reason="needs root and a user switch")
+def test_the_checker_runs_as_its_own_user_from_a_library_only_it_can_read(tmp_path, monkeypatch):
+    import subprocess
+
+    from attnconv.course import wire
+    from attnconv.course.checker import Checker, Library
+    from attnconv.course.exercises import EXERCISES
+
+    (tmp_path / "uid_checks.py").write_text(UID_CHECKS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import uid_checks  # noqa: F401
+
+    try:
+        with Checker(("uid_checks",), isolation=ISOLATION, hide=(tmp_path,)) as checker:
+            uid, cwd, path = checker.check("ex-uid-who", wire.dumps({"x": 1}), 0)[0].message.split(" ", 2)
+            library = checker.library
+            assert os.stat(library).st_uid == ISOLATION.checker_uid and os.stat(library).st_mode & 0o777 == 0o500
+            as_kernel = subprocess.run(["setpriv", f"--reuid={ISOLATION.uid}", f"--regid={ISOLATION.gid}",
+                                        "--clear-groups", "ls", str(library)], capture_output=True, text=True)
+            assert as_kernel.returncode != 0  # the kernel's user cannot even list the checks
+        assert int(uid) == ISOLATION.checker_uid != ISOLATION.uid  # another user than the kernel's
+        assert cwd == str(library)
+        assert eval(path)[0] == str(library) and str(tmp_path) not in path  # noqa: S307  (its own repr)
+    finally:
+        sys.modules.pop("uid_checks", None)
+        EXERCISES.pop("ex-uid-who", None)
+        Library._cache.pop(("uid_checks",), None)

@@ -178,8 +178,9 @@ class Checker:
     def _start(self) -> subprocess.Popen:
         scratch = self.folder / "checker"
         self.isolation.prepare(scratch, self.uid)
-        env = clean_env({"PYTHONPATH": python_path(self.library), "HOME": str(scratch), "OMP_NUM_THREADS": "1",
-                         "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1"})
+        env = clean_env({"PYTHONPATH": python_path(self.library, self.checks), "HOME": str(scratch),
+                         "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg",
+                         "PYTHONDONTWRITEBYTECODE": "1"})
         # -P (Python 3.11+): the working folder is not put on sys.path; it is the read-only library in any case
         safe = ["-P"] if sys.version_info >= (3, 11) else []
         cmd = self.isolation.command([sys.executable, *safe, "-m", "attnconv.course.checker", json.dumps(self.checks)],

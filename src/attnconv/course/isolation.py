@@ -326,7 +326,12 @@ def spare_uid(taken: tuple[int, ...] = ()) -> int:
 
     if os.environ.get("ATTNCONV_CHECKER_UID"):
         return int(os.environ["ATTNCONV_CHECKER_UID"])
-    running = {os.stat(f"/proc/{e}").st_uid for e in os.listdir("/proc") if e.isdigit() and os.path.exists(f"/proc/{e}")}
+    running = set()
+    for entry in os.listdir("/proc"):
+        try:
+            running.add(os.stat(f"/proc/{entry}").st_uid if entry.isdigit() else -1)
+        except OSError:
+            pass  # it ended meanwhile
     for uid in range(65533, 1000, -1):
         if uid in taken or uid in running:
             continue

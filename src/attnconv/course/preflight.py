@@ -28,7 +28,8 @@ _DONE: dict[tuple, str | None] = {}
 
 def preflight(isolation: Isolation, checks: tuple[str, ...] = (), timeout: int = 300) -> str | None:
     """``None`` when a kernel starts through ``isolation`` and imports ``attnconv``, and a checker starts and
-    imports ``checks``; otherwise one line: what failed and what to do. Cached per isolation and checks in this process."""
+    imports ``checks``; otherwise one line: what failed and what to do. Cached per isolation and checks in this
+    process."""
     key = (isolation.bwrap, isolation.setpriv, isolation.uid, isolation.mapped, tuple(checks))
     if key in _DONE:
         return _DONE[key]

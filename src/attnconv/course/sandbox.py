@@ -141,8 +141,8 @@ def run_function_exercise(label: str, code: str, seed: int, timeout: float = 180
             Library.capture(()).write(library)
         scratch = Path(tempfile.mkdtemp(prefix=f"sandbox-{label}-", dir=base))
         isolation.prepare(scratch)
-        env = clean_env({"PYTHONPATH": python_path(library, tuple(checks)), "HOME": str(scratch), "OMP_NUM_THREADS": "1",
-                         "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
+        env = clean_env({"PYTHONPATH": python_path(library, tuple(checks)), "HOME": str(scratch),
+                         "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
                          "PYTHONDONTWRITEBYTECODE": "1"})
         cmd = isolation.command([sys.executable, "-m", "attnconv.course.sandbox"], scratch, env,
                                 limits or Limits(cpu_s=int(timeout) * 4, file_mb=256), readable=(library,),
