@@ -19,7 +19,8 @@ PARTS_I_II_CLASHES = (
     ("a key vector k_j: k is only the clipping distance", _NOT_A_NAME + r"k_(?:[A-Za-z0-9]|\{)"),
     ("k* for a nearest key: k is only the clipping distance", _NOT_A_NAME + r"k\s*(?:\^\s*\{?\s*\*|\*)"),
     ("a dot product with k: k is only the clipping distance", r"\\cdot\s*k(?![A-Za-z_])"),
-    ("q as a vector (q · ..., q_i): q is a query pixel", _NOT_A_NAME + r"q\s*(?:\\cdot|_[A-Za-z]\s*k)"),
+    ("q as a vector (q · ..., q_i, qᵀk, q - k): q is a query pixel",
+     _NOT_A_NAME + r"q\s*(?:\\cdot|_[A-Za-z]\s*k|\^\s*\\top\s*k|-\s*k(?![A-Za-z_]))"),
 )
 EVERYWHERE_CLASHES = (
     ("⊙ p: p is the padding", r"\\odot\s*p(?![A-Za-z_])"),
@@ -78,7 +79,7 @@ jupytext: {}
 ---
 
 Each key gets a logit $e_j = q \\cdot k_j / \\sqrt{D_h}$, and each product $q_i k_i$ has variance 1, so
-$u \\cdot k / \\sqrt{D_h}$ has variance 1.
+$u \\cdot k / \\sqrt{D_h}$ has variance 1, and $-\\tfrac12\\lVert q - k\\rVert^2 = q^\\top k - c$.
 The nearest key $k^*$ wins by $g = 1 - 2|\\Delta - k^*|$. Strided outputs are read at $s \\odot p$.
 
 ```{code-cell} ipython3
@@ -98,6 +99,7 @@ def test_each_class_is_caught_in_a_crafted_text():
     for what in ("a key vector k_j", "k* for a nearest key", "a dot product with k", "q as a vector", "⊙ p"):
         assert any(f.startswith(what) for f in found), (what, found)
     assert not any("not flagged" in f for f in found)  # code is not prose
+    assert any(f.startswith("q as a vector") and "q^\\top k" in f for f in found)  # d2l's q and k, written bare
     assert len([f for f in found if f.startswith("a key vector")]) == 3  # k_j, k_i in the prose; the caption's k_j
     assert notation_clashes(CRAFTED, "III") == ["⊙ p: p is the padding: $s \\odot p$"]
     good = ("$e_j = X_i W_{qry} \\cdot X_j W_{key} / \\sqrt{D_h}$, $2k + 1$ taps, $\\kappa_i[\\delta]$, "
