@@ -37,9 +37,10 @@ assets: $(VENDOR)/.complete
 
 # Copied into a temporary folder and moved into place at the end, so an interrupted copy leaves nothing half-done.
 # Only the MathJax components _config.yml loads (mathjax3_config): the loader, the core, TeX input with its
-# extensions (loaded on demand), CommonHTML output with its font data and fonts, and the assistive MathML.
+# extensions (loaded on demand), CommonHTML output with its font data and fonts, the assistive MathML, and the
+# lazy typesetting of formulas as they come into view.
 MATHJAX_PARTS = startup.js core.js input/tex.js input/tex/extensions output/chtml.js output/chtml/fonts/tex.js \
-  output/chtml/fonts/woff-v2 a11y/assistive-mml.js
+  output/chtml/fonts/woff-v2 a11y/assistive-mml.js ui/lazy.js
 $(VENDOR)/.complete: $(STAMP) Makefile
 	rm -rf $(VENDOR).tmp && mkdir -p $(VENDOR).tmp/mathjax
 	src="$$($(MATHJAX_ES5))" && for part in $(MATHJAX_PARTS); do \
@@ -109,10 +110,11 @@ test-lib: $(STAMP) browser
 # run without data is the course's grading of the worked editions (test-course: a cell that raises fails it, as
 # here) for every chapter but 07, which the course grades with its corpora; so nbval runs only 07 without data.
 # NBVAL_DATA=1 adds nbval's own run of every chapter with the data.
+# Part IV's appendix (06a) reads only records and has no exercises, so the course never runs it: nbval does.
 # Chapter 08 trains nothing and reads its experiments from the committed records: nbval runs it without data too.
 # Part V's appendix (07a) reads only records and has no exercises, so the course never runs it: nbval does.
-NODATA_CHAPTERS ?= notebooks/07_bert_convolutional_attention.ipynb notebooks/08_after_the_papers.ipynb \
-  notebooks/07a_appendix_language_runs.ipynb
+NODATA_CHAPTERS ?= notebooks/07_bert_convolutional_attention.ipynb notebooks/06a_appendix_vision_runs.ipynb \
+  notebooks/08_after_the_papers.ipynb notebooks/07a_appendix_language_runs.ipynb
 test-notebooks: $(STAMP)
 	$(STAGE_START)
 	$(if $(NBVAL_DATA),$(BIN)/python -m pytest --nbval-lax --nbval-current-env notebooks -q \

@@ -187,6 +187,10 @@ def prepare_student_book(root: Path, student: Path, out: Path) -> Path:
     shutil.copy(root / "_toc.yml", out / "_toc.yml")
     for notebook in sorted(student.glob("*.ipynb")):
         shutil.copy(notebook, out / "notebooks" / notebook.name)
+    # Pages that are not chapters (a part's appendix, NNa_name) have no exercises and no student edition: the
+    # student book shows them as they are, so that every page of the table of contents is there.
+    for notebook in sorted((root / "notebooks").glob("[0-9][0-9][a-z]_*.ipynb")):
+        shutil.copy(notebook, out / "notebooks" / notebook.name)
     config = yaml.safe_load((root / "_config.yml").read_text())
     config["title"] = f"{config.get('title', 'Book')} (student edition)"
     config["execute"] = {**config.get("execute", {}), "execute_notebooks": "off"}

@@ -1,0 +1,258 @@
+"""Chapter 06 as a lesson: the twins of its new checks, each shown to fail for a plausible wrong variant.
+
+- the forward pass written out in the chapter equals the library's network;
+- the fair comparison: the narrow ResNets bracket the attention model's size and ran its recipe;
+- the research log lives on Part IV's appendix page (06a), whose checks stay asserts, folded, executed by the
+  book, by nbval without the data (the Makefile's NODATA_CHAPTERS) and present in the student book.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import jupytext
+import pytest
+import torch
+import yaml
+
+from attnconv.models import build_model
+from attnconv.train import named_config
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+CHAPTER = ROOT / "notebooks" / "06_cifar10_training.md"
+APPENDIX = ROOT / "notebooks" / "06a_appendix_vision_runs.md"
+FAIR = {"attention, quadratic": "cpu-long-bf16-sa-quadratic", "ResNet, width 6": "cpu-long-bf16-resnet-w6",
+        "ResNet, width 7": "cpu-long-bf16-resnet-w7", "ResNet18, width 16": "cpu-long-resnet18"}
+
+
+# ---- the forward pass, from scratch ----
+
+def _head_attention(center, alpha, grid=16):
+    rows, cols = torch.meshgrid(torch.arange(grid), torch.arange(grid), indexing="ij")
+    pos = torch.stack([rows.flatten(), cols.flatten()], dim=-1).double()
+    delta = pos[None, :, :] - pos[:, None, :]
+    logits = -alpha * ((delta - torch.as_tensor(center).double()) ** 2).sum(-1)
+    return logits.softmax(dim=-1)
+
+
+def _attention_net(net, images, fold_rows_first: bool = True):
+    b = images.shape[0]
+    x = images.reshape(b, 16, 2, 16, 2, 3)
+    x = (x.transpose(2, 3) if fold_rows_first else x).reshape(b, 256, 12)
+    x = net.embed(x)
+    for block in net.blocks:
+        enc, attn = block.attn.positional, block.attn
+        p = torch.stack([_head_attention(c, a) for c, a in zip(enc.centers, enc.log_alpha.exp())])
+        heads = p.to(x.dtype) @ attn.v_proj(x)[:, None]
+        x = block.norm1(x + attn.out_proj(heads.transpose(1, 2).reshape(b, 256, -1)))
+        x = block.norm2(x + block.mlp(x))
+    return net.head(x.mean(dim=1))
+
+
+def _chapter_code(path: Path) -> str:
+    return "\n".join(c.source for c in jupytext.read(path).cells if c.cell_type == "code")
+
+
+def test_the_chapters_forward_pass_is_the_one_tested_here():
+    code = _chapter_code(CHAPTER)
+    assert "def attention_net(net, images):" in code and "def head_attention(center, alpha, grid=16):" in code
+    assert "x = images.reshape(B, 16, 2, 16, 2, 3).transpose(2, 3).reshape(B, 256, 12)" in code
+    assert "assert torch.allclose(attention_net(net, images), net(images), atol=1e-10)" in code
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_forward_pass_from_scratch_equals_the_library(seed):
+    torch.manual_seed(seed)
+    net = build_model("sa-quadratic", named_config("cpu-quick").sa).double().eval()
+    with torch.no_grad():  # trained-looking heads: centres spread, widths varied
+        for block in net.blocks:
+            block.attn.positional.centers.normal_(0, 2)
+            block.attn.positional.log_alpha.uniform_(-1, 1)
+    images = torch.randn(3, 32, 32, 3, dtype=torch.float64)
+    with torch.no_grad():
+        assert torch.allclose(_attention_net(net, images), net(images), atol=1e-10)
+
+
+def test_a_forward_pass_that_folds_pixels_in_the_wrong_order_is_caught():
+    torch.manual_seed(0)
+    net = build_model("sa-quadratic", named_config("cpu-quick").sa).double().eval()
+    images = torch.randn(3, 32, 32, 3, dtype=torch.float64)
+    with torch.no_grad():
+        assert not torch.allclose(_attention_net(net, images, fold_rows_first=False), net(images), atol=1e-6)
+
+
+# ---- the fair comparison ----
+
+def _record(folder: str) -> tuple[dict, dict]:
+    return tuple(json.loads((RESULTS / folder / name).read_text()) for name in ("final.json", "provenance.json"))
+
+
+def recipe_differences(attention_config: dict, cnn_config: dict) -> list[str]:
+    """The config fields on which a CNN's run differs from the attention run, but for the model and its size."""
+    added = {"label_smoothing": 0.0, "flip_test": False, "optimizer": "sgd"}  # options added after the attention run, as it ran
+    return [k for k in cnn_config if k not in ("model", "resnet", "sa", "progress")
+            and cnn_config[k] != attention_config.get(k, added.get(k))]
+
+
+def _finished(folder: str) -> bool:
+    return (RESULTS / folder / "final.json").is_file()
+
+
+def _quoted() -> dict[str, tuple[int, float | None]]:
+    """The chapter's QUOTED table: (parameters, accuracy) per model of the fair comparison, None while training."""
+    code = _chapter_code(CHAPTER)
+    start = code.index("QUOTED = {")
+    end = code.index("}", code.index('"ResNet, width 7"', start)) + 1
+    literal = re.sub(r"#[^\n]*", "", code[start + len("QUOTED = "):end])  # without the comments
+    return ast.literal_eval(literal)
+
+
+def quoted_mismatches(quoted: dict[str, tuple[int, float | None]]) -> list[str]:
+    """Where a quoted number is not its record's: a quoted accuracy needs a finished run that rounds to it."""
+    wrong = []
+    for label, (params, acc) in quoted.items():
+        folder = FAIR[label]
+        if not _finished(folder):
+            if acc is not None:
+                wrong.append(f"{label}: quoted {acc}% but not finished")
+            continue
+        final, _ = _record(folder)
+        if final["params"] != params:
+            wrong.append(f"{label}: {final['params']} parameters, quoted {params}")
+        if acc is not None and round(100 * final["full_test_acc"], 1) != acc:
+            wrong.append(f"{label}: {100 * final['full_test_acc']:.2f}%, quoted {acc}%")
+    return wrong
+
+
+def test_every_number_the_chapter_quotes_is_its_record():
+    quoted = _quoted()
+    assert set(quoted) == set(FAIR)
+    assert quoted_mismatches(quoted) == []
+    assert quoted["ResNet, width 6"][0] < quoted["attention, quadratic"][0] < quoted["ResNet, width 7"][0]
+    assert round(quoted["ResNet18, width 16"][0] / quoted["attention, quadratic"][0], 1) == 6.2
+
+
+def test_the_quote_check_fails_for_a_wrong_number():
+    quoted = _quoted()
+    params, acc = quoted["attention, quadratic"]
+    assert quoted_mismatches({**quoted, "attention, quadratic": (params, round(acc + 0.1, 1))})
+    assert quoted_mismatches({**quoted, "attention, quadratic": (params + 1, acc)})
+
+
+def test_the_sizes_of_runs_still_training_are_their_models():
+    from dataclasses import replace
+
+    from attnconv.models import model_cost
+
+    for label, (params, _) in _quoted().items():
+        if label.startswith("ResNet, width"):
+            config = replace(named_config("cpu-long").resnet, width=int(label[-1]))
+            assert model_cost(build_model("resnet18", config)).params == params, label
+
+
+@pytest.mark.parametrize("label", ["ResNet, width 6", "ResNet, width 7"])
+def test_a_finished_narrow_resnet_ran_the_attention_models_recipe(label):
+    if not _finished(FAIR[label]):
+        pytest.skip(f"{FAIR[label]} has not finished")
+    attention = _record(FAIR["attention, quadratic"])[1]["config"]
+    final, prov = _record(FAIR[label])
+    assert recipe_differences(attention, prov["config"]) == [], label
+    assert prov["config"]["resnet"]["width"] == int(label[-1]) and prov["precision"]["used"] == "bf16"
+    assert final["epochs"] == 26 and not final["stopped_early"] and final["full_test_images"] == 10_000
+
+
+def test_the_recipe_check_fails_for_a_run_with_other_epochs_or_precision():
+    attention = _record(FAIR["attention, quadratic"])[1]["config"]
+    same = {**attention, "model": "resnet18"}
+    assert recipe_differences(attention, same) == []
+    assert recipe_differences(attention, {**same, "epochs": 12}) == ["epochs"]
+    assert recipe_differences(attention, {**same, "precision": "fp32"}) == ["precision"]
+    # the float32 ResNet18 of cpu-long did not run it: its lead is not a like-for-like comparison
+    resnet18 = _record(FAIR["ResNet18, width 16"])[1]
+    assert "epochs" in recipe_differences(attention, resnet18["config"]) and not resnet18["bf16_autocast"]
+
+
+def test_the_answer_box_quotes_the_finished_runs_and_the_papers_comparison():
+    text = CHAPTER.read_text()
+    box = text[text.index(":::{admonition} The answer\n"):]
+    box = box[:box.index("\n:::\n")]
+    for label, (params, acc) in _quoted().items():
+        assert f"{params:,}" in box or label.startswith("ResNet18"), label
+        if acc is not None:
+            assert f"{acc:.1f}%" in box, label
+    assert "12.1M" in box and "11.2M" in box and "93.8%" in box, "the paper's parameter-matched comparison"
+    assert "6.2 times" in box
+
+
+# ---- the appendix: the research log, its checks still checks ----
+
+# Each moved check, by a line the appendix runs; none of them is left in the chapter.
+MOVED_CHECKS = {
+    "bf16 speed benchmark": 'bench = json.loads((RESULTS / "benchmarks" / "cpu_precision.json").read_text())',
+    "parity runs, same config but precision": 'assert "precision" not in c32 and b16.provenance["precision"]["used"] == "bf16"',
+    "paired t-test": "t_paired = paired.mean() / (paired.std(ddof=1) / np.sqrt(len(paired)))",
+    "equal-time runs": 'equal_time = json.loads((RESULTS / "benchmarks" / "precision_parity.json").read_text())',
+    "precision=auto takes bf16": 'assert auto["used"] == "bf16"',
+    "the diverged bf16 run and its repeats": 'diverged = read_jsonl(RESULTS / "cpu-long-sa-learned-bf16" / "metrics.jsonl")',
+    "the epoch-3 replay": 'replay = json.loads((RESULTS / "benchmarks" / "bf16_divergence.json").read_text())',
+    "cpu-quick provenance (dirty ResNet)": 'assert [name for name, run in runs.items() if run.provenance["dirty"]] == ["resnet18"]',
+    "budget table": 'budget_table = budget_rows(RESULTS, BUDGET_RUNS)',
+    "where the curves were heading": "trends = {name: curve_trend(curve, last=3) for name, curve in long_curves.items()}",
+    "bf16 runs ran the cpu-long recipe": 'assert prov_config["epochs"] == 26 and curve.provenance["precision"]["used"] == "bf16"',
+}
+
+
+@pytest.mark.parametrize("check", MOVED_CHECKS)
+def test_each_moved_check_runs_on_the_appendix_and_left_the_chapter(check):
+    line = MOVED_CHECKS[check]
+    assert line in _chapter_code(APPENDIX), check
+    assert line not in _chapter_code(CHAPTER), check
+
+
+def test_the_appendix_keeps_its_checks_folded():
+    for cell in jupytext.read(APPENDIX).cells:
+        if cell.cell_type == "code" and re.search(r"^\s*assert ", cell.source, re.M):
+            tags = set(cell.metadata.get("tags", []))
+            assert tags & {"hide-cell", "hide-input", "remove-input"}, cell.source[:120]
+
+
+def test_the_appendix_is_in_the_toc_under_chapter_06_and_run_by_nbval_without_data():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    part = next(p for p in toc["parts"] if any(c["file"] == "notebooks/06_cifar10_training" for c in p["chapters"]))
+    chapter = next(c for c in part["chapters"] if c["file"] == "notebooks/06_cifar10_training")
+    assert [s["file"] for s in chapter.get("sections", [])] == ["notebooks/06a_appendix_vision_runs"]
+    make = (ROOT / "Makefile").read_text()
+    nodata = re.search(r"^NODATA_CHAPTERS \?= (.*)$", make, re.M).group(1).split()
+    assert "notebooks/06a_appendix_vision_runs.ipynb" in nodata
+    assert APPENDIX.with_suffix(".ipynb").is_file()
+
+
+def _missing_toc_pages(book: Path) -> list[str]:
+    toc = yaml.safe_load((book / "_toc.yml").read_text())
+    files = []
+
+    def walk(entries):
+        for e in entries:
+            files.append(e["file"])
+            walk(e.get("sections", []))
+
+    for part in toc["parts"]:
+        walk(part["chapters"])
+    return [f for f in files if f.startswith("notebooks/") and not (book / f"{f}.ipynb").is_file()]
+
+
+def test_the_student_book_has_every_page_of_the_toc(tmp_path):
+    from attnconv.course.student import prepare_student_book
+
+    student = tmp_path / "student"
+    student.mkdir()
+    for md in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.md")):  # stand-ins for the student editions
+        (student / md.with_suffix(".ipynb").name).write_text("{}")
+    out = prepare_student_book(ROOT, student, tmp_path / "book")
+    assert _missing_toc_pages(out) == []
+    (out / "notebooks" / "06a_appendix_vision_runs.ipynb").unlink()  # a copy that forgot the appendix is caught
+    assert _missing_toc_pages(out) == ["notebooks/06a_appendix_vision_runs"]
