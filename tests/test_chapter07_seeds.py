@@ -106,17 +106,36 @@ def test_extra_seeds_leave_the_seed0_tables_and_curve_as_they_were(with_seeds):
 
 def test_committed_seed_runs_are_grouped_with_seed0():
     """Whatever pretraining seeds are committed: each is a cpu-quick run of the seed-0 run's model and recipe."""
+    from attnconv.train.seeds import recipe_differences
+
     runs = load_bert_runs(RESULTS)
     groups = seed_runs(runs)
     by_name = {r.name: r for r in runs}
     for variant, g in groups.items():
         assert g.seeds[0] == 0, variant
-        first = by_name[g.names[0]].provenance
         for name in g.names[1:]:
-            p = by_name[name].provenance
-            assert p["model_config"] == first["model_config"], name
-            same = {k: v for k, v in p["config"].items() if k not in ("seed", "progress", "name")}
-            assert same == {k: v for k, v in first["config"].items() if k not in ("seed", "progress", "name")}, name
+            assert recipe_differences(by_name[g.names[0]], by_name[name]) == [], name
+            assert by_name[name].provenance["dirty"] is False, name
+
+
+def test_recipe_differences_see_through_added_defaults_but_not_other_steps():
+    from dataclasses import replace as dc_replace
+
+    from attnconv.train.seeds import recipe_differences
+
+    runs = {r.name: r for r in load_bert_runs(RESULTS)}
+    a = runs["bert-cpu-quick-absolute"]
+    prov = json.loads(json.dumps(a.provenance))
+    prov["config"].update(seed=1, progress=False, precision="fp32")  # what a later seed's record says
+    prov["config"]["model"]["hidden_act"] = "gelu"  # a model field added since, at its default
+    assert recipe_differences(a, dc_replace(a, provenance=prov)) == []
+    prov["config"]["steps"] = 1000
+    assert recipe_differences(a, dc_replace(a, provenance=prov)) == ["steps"]
+    prov["config"].update(steps=a.provenance["config"]["steps"], precision="bf16")
+    assert recipe_differences(a, dc_replace(a, provenance=prov)) == ["precision"]
+    prov["config"]["precision"] = "fp32"
+    prov["model_config"] = {**prov["model_config"], "depth": 2}
+    assert recipe_differences(a, dc_replace(a, provenance=prov)) == ["model_config"]
 
 
 def test_the_seed_figure_marks_each_seed_and_fits_a_phone(with_seeds):

@@ -21,7 +21,8 @@ import numpy as np
 
 from .results import BertRun
 
-__all__ = ["SeedRuns", "order", "pretraining_seed", "ranking_sentence", "seed_runs", "seed_table"]
+__all__ = ["SeedRuns", "order", "pretraining_seed", "ranking_sentence", "recipe_differences", "seed_runs",
+           "seed_table"]
 
 
 def pretraining_seed(run: BertRun) -> int:
@@ -160,3 +161,29 @@ def ranking_sentence(what: str, a: tuple[str, Sequence[float]], b: tuple[str, Se
     side = "above" if verdict == 1 else "below"
     return verdict, (f"{what}, every one of the {len(x)} pretraining seeds of `{name_a}` is {side} every one of the "
                      f"{len(y)} of `{name_b}` ({ranges}).")
+
+
+_RECIPE_DEFAULTS = {"precision": "fp32"}  # options added after the first runs, as those runs had them
+_NOT_RECIPE = ("seed", "progress")
+
+
+def recipe_differences(a: BertRun, b: BertRun) -> list[str]:
+    """The config fields on which two pretraining runs differ, but for the seed and the progress bar: an empty
+    list when ``b`` is another seed of ``a``'s recipe. A field one record lacks (it predates the option) takes the
+    value the older run had; the model is compared as a :class:`attnconv.models.bert.BertConfig`, so that fields
+    added to it since, at their defaults, are no difference."""
+    from ..models.bert import BertConfig
+
+    ca, cb = a.provenance["config"], b.provenance["config"]
+    out = []
+    for key in sorted(set(ca) | set(cb)):
+        if key in _NOT_RECIPE:
+            continue
+        va, vb = ca.get(key, _RECIPE_DEFAULTS.get(key)), cb.get(key, _RECIPE_DEFAULTS.get(key))
+        if key == "model":
+            va, vb = BertConfig(**va), BertConfig(**vb)
+        if va != vb:
+            out.append(key)
+    if BertConfig(**a.provenance["model_config"]) != BertConfig(**b.provenance["model_config"]):
+        out.append("model_config")
+    return out
