@@ -256,3 +256,19 @@ def test_the_student_book_has_every_page_of_the_toc(tmp_path):
     assert _missing_toc_pages(out) == []
     (out / "notebooks" / "06a_appendix_vision_runs.ipynb").unlink()  # a copy that forgot the appendix is caught
     assert _missing_toc_pages(out) == ["notebooks/06a_appendix_vision_runs"]
+
+
+# ---- the words under the learning curves ----
+
+def flattens_without_overfitting(last_epoch: dict) -> bool:
+    """The schedule has reached zero and the training accuracy is within 5 points of the test accuracy."""
+    return last_epoch["lr"] < 1e-6 and last_epoch["train_acc"] - last_epoch["test_acc"] < 0.05
+
+
+@pytest.mark.parametrize("name", ["sa-quadratic", "sa-learned", "resnet18"])
+def test_the_long_runs_end_at_zero_learning_rate_without_overfitting(name):
+    lines = (RESULTS / f"cpu-long-{name}" / "metrics.jsonl").read_text().splitlines()
+    last = json.loads(lines[-1])
+    assert flattens_without_overfitting(last)
+    assert not flattens_without_overfitting({**last, "train_acc": last["test_acc"] + 0.1}), "an overfit run fails"
+    assert not flattens_without_overfitting({**last, "lr": 0.05}), "a run stopped mid-schedule fails"
