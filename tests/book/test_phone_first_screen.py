@@ -63,7 +63,8 @@ def test_every_chapter_opens_with_a_picture_on_a_phone(browser, chapter):
     context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
     page = context.new_page()
     page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
-    page.goto((BOOK / "notebooks" / f"{chapter}.html").as_uri(), wait_until="load")
+    page.goto((BOOK / "notebooks" / f"{chapter}.html").as_uri(), wait_until="load",
+              timeout=180_000)  # a busy machine loads a long chapter slowly
     page.wait_for_timeout(500)  # book.js sizes the figures
     found = first_pictures(page)
     context.close()
