@@ -37,7 +37,8 @@ def ssm_kernel(a: float, b: float, c: float, length: int, dtype: torch.dtype = t
     """The convolution kernel of the scalar SSM: ``(length,)`` with K_k = c a^k b for k = 0 .. length-1.
 
     Raises:
-        TypeError/ValueError: ``a``, ``b`` or ``c`` is not a finite real number, or ``length`` < 1.
+        ValueError: ``a``, ``b`` or ``c`` is not a finite real number (a TypeError if it is not a number), or
+            ``length`` < 1.
     """
     a, b, c = _coefficients(a, b, c)
     length = int_at_least("length", length, 1)
@@ -48,7 +49,7 @@ def semiseparable_mask(a: float, length: int, dtype: torch.dtype = torch.float64
     """The 1-semiseparable mask ``(length, length)``: L_{ts} = a^{t-s} for t ≥ s, 0 for t < s.
 
     Raises:
-        TypeError/ValueError: ``a`` is not a finite real number, or ``length`` < 1.
+        ValueError: ``a`` is not a finite real number (a TypeError if it is not a number), or ``length`` < 1.
     """
     a = real_number("a", a)
     length = int_at_least("length", length, 1)
@@ -76,8 +77,8 @@ def scalar_ssm(x: Tensor, a: float, b: float, c: float) -> Tensor:
     """Run h_t = a h_{t-1} + b x_t, y_t = c h_t from h_{-1} = 0 over ``x`` ``(T,)``; returns y ``(T,)``.
 
     Raises:
-        ValueError: ``x`` is not a non-empty 1-D float tensor; TypeError/ValueError: a coefficient is not a
-            finite real number.
+        ValueError: ``x`` is not a non-empty 1-D float tensor, or a coefficient is not a finite real number (a
+            TypeError if it is not a number).
     """
     x = _sequence(x)
     a, b, c = _coefficients(a, b, c)

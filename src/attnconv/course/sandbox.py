@@ -113,7 +113,7 @@ def run_function_exercise(label: str, code: str, seed: int, timeout: float = 180
 
     ``folder`` is the submission's private folder (its ``library`` is imported; a scratch folder is made in it);
     without one, a temporary folder with a fresh copy of the library is used. For a private exercise, ``inputs``
-    (wire text from :meth:`~attnconv.course.checker.Checker.inputs`) and ``probe`` (:func:`portable_probe`) replace
+    (wire text from ``attnconv.course.checker.Checker.inputs``) and ``probe`` (:func:`portable_probe`) replace
     the seed, and ``checks`` are only hidden (with ``hide``), never imported. Returns ``(answers, "")`` with the
     probe's data still encoded as JSON text in ``answers["json"]``, or ``(None, reason)`` when the cell raised,
     the probe failed or the time ran out. Never raises. The whole process tree is killed when it returns.

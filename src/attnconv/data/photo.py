@@ -5,7 +5,7 @@ Grace M. Hopper, in the public domain as a work of the U.S. federal government; 
 its source, Wikimedia Commons' ``File:Grace_Hopper.jpg``. Every installation of matplotlib carries it (Colab's
 too), so a chapter can show a real photograph offline and without CIFAR-10's 163 MB archive.
 
-The photograph is named from its SHA-256: the file the book was written with is :data:`PHOTO_SHA256`, and a file of
+The photograph is named from its SHA-256: the file the book was written with is ``PHOTO_SHA256``, and a file of
 that name with another checksum is said to be another file.
 """
 
