@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from playwright.sync_api import expect
 
 from attnconv.explorables import standalone_page
 from attnconv.explorables.ssm_duality import reference, ssm_explorable
@@ -55,8 +56,9 @@ def test_reader_moves_the_decay(browser, html, tmp_path, width, touch):
     loaded = open_page(browser, html, tmp_path, width, touch)
     page, root = loaded.page, f"#attnconv-x-{ID}"
     try:
+        expect(page.locator(f"{root} .ax-a-val")).to_have_text("a = 0.80")  # drawn, so its controls are wired
         page.locator(f"{root} .ax-a").fill("0.3")
-        assert page.locator(f"{root} .ax-a-val").inner_text() == "a = 0.30"
+        expect(page.locator(f"{root} .ax-a-val")).to_have_text("a = 0.30")
         assert "e-1" in page.locator(f"{root} .ax-diff").inner_text()  # rounding only: 1e-16 or so
         typed = page.locator(f"{root} .ax-a-in")
         typed.fill("2")

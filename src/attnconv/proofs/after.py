@@ -41,7 +41,7 @@ def ssm_is_conv_and_masked_attention(power_shift: int = 0, causal: bool = True) 
     the masked sum, split at s = t, equals the convolution, with T = t + 1 + r (r ≥ 0) symbolic and the mask's
     two cases decided from s = t - m and s = t + 1 + m (m ≥ 0). Symbolic in a, b, c, x, t and T.
 
-    Wrong variants: ``power_shift=1`` (a mask a^{t-s+1}), ``causal=False`` (a^{|t-s|}: the future leaks in).
+    Wrong variants: ``power_shift=1`` (a mask a^{t-s+1}), ``causal=False`` (``a^{|t-s|}``: the future leaks in).
     """
     a, b, c = sp.symbols("a b c", real=True)
     t, m, r, k = sp.symbols("t m r k", integer=True, nonnegative=True)
@@ -108,7 +108,7 @@ def patch_tokens_express_conv(reach: str = "ceil", index: str = "key-query",
                               instances: tuple[tuple[int, int], ...] = _PATCH_INSTANCES) -> ProofResult:
     """On one axis, a "same" zero-padded convolution with taps w_{-r..r} over L = 4P pixels (4 patches) equals the
     patch-token convolution of the construction: output pixel u of patch I reads pixel s of patch I + dI with
-    the weight w_{dI P + s - u} (0 beyond r), for |dI| ≤ R = ceil(r / P), so 2R + 1 patch taps (per axis; heads
+    the weight w_{dI P + s - u} (0 beyond r), for ``|dI| ≤ R = ceil(r / P)``, so 2R + 1 patch taps (per axis; heads
     (2R + 1)² in 2-D). Symbolic in the weights w and the pixels x; instances of (P, r) named in the result.
 
     Wrong variants: ``reach="floor"`` (R = floor(r / P): too few heads), ``index="query-key"`` (the weight
