@@ -239,18 +239,6 @@
     clearBackToTop();
   }
 
-  // MathJax typesets lazily (ui/lazy in _config.yml): a formula is drawn when it comes near the window, after the
-  // first pass. Each one drawn later is marked like the others, at most once per frame.
-  function watchLazyMaths() {
-    const article = document.querySelector("article");
-    if (!article || !window.MutationObserver) return;
-    let frame = null;
-    new MutationObserver((changes) => {
-      const drawn = changes.some((c) => c.target instanceof Element && c.target.tagName === "MJX-CONTAINER");
-      if (drawn && frame === null) frame = requestAnimationFrame(() => { frame = null; markAllEquations(); });
-    }).observe(article, { childList: true, subtree: true });
-  }
-
   function init() {
     watchBackToTop();
     solutionTitleLinks();
@@ -269,10 +257,7 @@
     );
     window.addEventListener("resize", markAllEquations);
     const typeset = window.MathJax && window.MathJax.startup && window.MathJax.startup.promise;
-    (typeset || Promise.resolve()).then(() => {
-      markAllEquations();
-      watchLazyMaths();
-    });
+    (typeset || Promise.resolve()).then(markAllEquations);
     markAllEquations();
   }
 

@@ -103,26 +103,6 @@ EXPLORABLE_FIT_JS = r"""() => {
 }"""
 
 
-def explorable_button_fits(page) -> list[str]:
-    """Press every button of every explorable in turn (k = 1..4, a head, an image) and read
-    :data:`EXPLORABLE_FIT_JS` after each; the problems, each with the button that led to it."""
-    problems = []
-    buttons = page.locator(".attnconv-explorable button")
-    for i in range(buttons.count()):
-        if i >= buttons.count():  # a press rebuilt the controls with fewer buttons
-            break
-        button = buttons.nth(i)
-        if not button.is_visible():
-            continue
-        label = button.inner_text().strip()[:30]
-        button.scroll_into_view_if_needed()
-        button.click()
-        page.wait_for_timeout(30)
-        problems += [f"after pressing {label!r}: {p}" for p in page.evaluate(EXPLORABLE_FIT_JS)
-                     if f"after pressing {label!r}: {p}" not in problems]
-    return problems
-
-
 # ---- the floating "Back to top" button ----
 
 _BACK_TO_TOP_JS = r"""(panels) => {

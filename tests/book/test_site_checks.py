@@ -6,7 +6,6 @@
   explorable with k = 4 in a phone's column, with the bars' old fixed width and with the fix;
 - the "Back to top" button never over an explorable (:func:`back_to_top_overlaps`), without and with book.js;
 - the unfold button's count in good English (:func:`unfold_label_problems`), on words and on book.js's button;
-- a formula that MathJax typesets late (ui/lazy) gets the scroll cue of a wide one (book.js);
 - no 404 at the server, the browser's own ``/favicon.ico`` included (:class:`ServedLog`), without and with the
   icon that book/ext/favicon.py writes.
 """
@@ -256,28 +255,3 @@ def test_the_drawn_icon_is_the_svg_icon(tmp_path):
         favicon.draw_icon(8)
     path = favicon.write_ico(tmp_path / "favicon.ico")
     assert Image.open(path).info["sizes"] >= {(16, 16), (32, 32), (48, 48)}
-
-
-# ---- maths typeset lazily ----
-
-def test_a_formula_typeset_late_gets_its_scroll_cue(browser):
-    """MathJax's ui/lazy draws a formula when it nears the window: book.js marks a wide one then, as it marks those
-    of the first pass (the edge shadow and the dashed rule that say it scrolls)."""
-    body = ('<div class="math"><mjx-container class="MathJax" display="true" style="display: block">'
-            '<mjx-lazy></mjx-lazy></mjx-container></div>')
-    context, page, errors = _open(browser, _article(body, column=300), 400)
-    try:
-        page.evaluate("() => { window.MathJax = {startup: {promise: Promise.resolve()}}; }")
-        page.add_style_tag(content=(STATIC / "book.css").read_text())
-        page.add_script_tag(content=(STATIC / "book.js").read_text())
-        page.wait_for_timeout(50)
-        box = page.locator("mjx-container")
-        assert "math-scrolls" not in (box.get_attribute("class") or "")
-        page.evaluate("""() => { const c = document.querySelector('mjx-container');
-          c.replaceChildren(Object.assign(document.createElement('mjx-math'),
-            {style: 'display: inline-block; width: 900px; height: 20px'})); }""")
-        page.wait_for_timeout(100)
-        assert "math-scrolls" in (box.get_attribute("class") or ""), box.get_attribute("class")
-        assert not errors, errors
-    finally:
-        context.close()
