@@ -103,19 +103,22 @@ MAX_VISIBLE_WORDS = 4000
 FIRST_SCREEN_PX = 1000
 MAX_DEF_LINES = 20
 
-# The words a reader sees without unfolding anything: the article's rendered text (innerText leaves out closed
-# <details>, folded dropdowns and anything hidden) without code listings, cell outputs and maths. The first screen
-# at 1400 px: a figure with a numbered caption whose image starts in the first 1,000 px, with at least 200 px of
-# it (or all of it, if shorter) above that line. Visible code cells: their source, when not folded.
+# The words a reader sees without unfolding anything, as the book's length limit counts them: the article's rendered text
+# (innerText leaves out closed <details>, folded dropdowns and anything hidden) with its prose, captions, tables and
+# printed outputs, but without code (the cells' inputs and code listings in the prose), maths and buttons. The first
+# screen at 1400 px: a figure with a numbered caption whose image starts in the first 1,000 px, with at least 200 px
+# of it (or all of it, if shorter) above that line. Visible code cells: their source, when not folded.
 STRUCTURE_JS = r"""(firstScreen) => {
   const article = document.querySelector('article');
-  const skip = 'div.cell_input, div.highlight, div.cell_output, div.output, mjx-container, .math, script, style, '
-    + 'nav, .headerlink, button';
+  const skip = 'div.cell_input, mjx-container, .math, script, style, nav, .headerlink, button';
+  const output = 'div.cell_output, div.output';
   let words = 0;
   const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
     const el = n.parentElement;
     if (!el || el.closest(skip)) continue;
+    // a code listing in the prose is code; the same markup inside a cell's output is a printed output
+    if (el.closest('div.highlight') && !el.closest(output)) continue;
     if (!el.checkVisibility({visibilityProperty: true, opacityProperty: false})) continue;
     const found = n.textContent.match(/[\p{L}\p{N}][\p{L}\p{N}'’.,\-]*/gu);
     if (found) words += found.length;

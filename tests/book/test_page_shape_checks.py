@@ -234,14 +234,21 @@ def test_structure_check_counts_visible_words_first_figure_and_visible_code(brow
     cell = ('<div class="cell"><div class="cell_input"><pre>def shift(x, d):\n    return x.roll(d)\n\n'
             'assert shift(t, 1).equal(library.shift(t, 1))</pre></div></div>')
     folded = '<details class="hide"><summary>Show</summary><p>' + "hidden " * 50 + "</p></details>"
-    body = ("<p>" + "word " * 30 + "</p>" + folded + _figure(img) + cell +
-            '<div class="cell_output"><pre>' + "noise " * 40 + "</pre></div>")
+    printed = ('<div class="cell_output"><div class="output stream highlight-myst-ansi"><div class="highlight"><pre>'
+               + "printed " * 40 + "</pre></div></div></div>")
+    table = "<table><tr><th>model</th><th>accuracy</th></tr><tr><td>ResNet</td><td>81.7%</td></tr></table>"
+    listing = '<div class="highlight-python"><div class="highlight"><pre>' + "listing " * 20 + "</pre></div></div>"
+    folded_output = ('<details class="hide"><summary>Show</summary><div class="cell_output"><pre>' + "hidden " * 50
+                     + "</pre></div></details>")
+    body = ("<p>" + "word " * 30 + "</p>" + folded + _figure(img) + cell + printed + table + listing
+            + folded_output)
     context, page, _ = _page(browser, 1400)
     _with_book_js(page, body, script=False)
     page.wait_for_timeout(100)
     found = page.evaluate(STRUCTURE_JS, 1000)
-    # the paragraph, the fold's label and the caption; not the folded text, the code or the output
-    assert found["words"] == 30 + 1 + 4, found["words"]
+    # the paragraph, the two folds' labels, the caption, the printed output and the table; not the folded text,
+    # the code cell or the code listing in the prose
+    assert found["words"] == 30 + 2 + 4 + 40 + 4, found["words"]
     assert [f["name"] for f in found["first"]] == ["Fig. 5.1"]
     assert visible_defs(found["code"]) == ["shift"]
     _with_book_js(page, "<p>" + "word " * 30 + '</p><div style="height:1200px"></div>' + _figure(img), script=False)
