@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
 import threading
 from pathlib import Path
 
@@ -13,7 +14,8 @@ from .browser import BrowserNotFound, find_browser
 from .site_checks import ServedLog, logging_handler
 
 ROOT = Path(__file__).resolve().parents[2]
-HTML = ROOT / "_build" / "html"
+# The built book: _build/html, or the folder $ATTNCONV_BOOK_HTML names (a build's --path-output, then /_build/html).
+HTML = Path(os.environ["ATTNCONV_BOOK_HTML"]) if os.environ.get("ATTNCONV_BOOK_HTML") else ROOT / "_build" / "html"
 CHROMIUM_FLAGS = [
     "--no-sandbox",
     "--disable-gpu",

@@ -5,15 +5,13 @@ the built book (``_build/html``, or the folder ``$ATTNCONV_BOOK_HTML`` names, su
 from __future__ import annotations
 
 import base64
-import os
-from pathlib import Path
 
 import pytest
 
 from .conftest import HTML
 from .phone_first_screen import PHONE, first_pictures
 
-BOOK = Path(os.environ["ATTNCONV_BOOK_HTML"]) if os.environ.get("ATTNCONV_BOOK_HTML") else HTML
+BOOK = HTML
 CHAPTERS = sorted(p.stem for p in (BOOK / "notebooks").glob("[0-9][0-9]_*.html"))
 
 _PNG = base64.b64encode(bytes.fromhex(  # a 1 x 1 grey PNG, stretched by its width and height
