@@ -30,8 +30,9 @@ from ..local_mirror import build_mirror, serve
 from .test_colab import _COLAB  # the stand-in google.colab and the reader's environment
 
 ROOT = Path(__file__).resolve().parents[2]
-CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-NOTEBOOKS = [("notebooks", c) for c in CHAPTERS] + [("student", c) for c in CHAPTERS]
+CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))  # chapters and appendices
+NOTEBOOKS = [("notebooks", c) for c in CHAPTERS] + [("student", c) for c in CHAPTERS
+                                                     if (ROOT / "student" / f"{c}.ipynb").exists()]
 INSTALL = '%pip install -q "attnconv @ git+https://github.com/attnconv/attnconv"'
 
 
@@ -80,7 +81,7 @@ def _text(nb) -> str:
     return "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream")
 
 
-@pytest.mark.parametrize("edition,chapter", NOTEBOOKS, ids=[f"{e}-{c[:2]}" for e, c in NOTEBOOKS])
+@pytest.mark.parametrize("edition,chapter", NOTEBOOKS, ids=[f"{e}-{c.split('_')[0]}" for e, c in NOTEBOOKS])
 def test_run_all_in_colab(reader, edition, chapter):
     tmp, site, env, requests = reader
     cwd = tmp / f"{edition}-{chapter}"  # a folder of its own, outside the repository
