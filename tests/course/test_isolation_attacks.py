@@ -16,7 +16,7 @@ import pytest
 import attnconv
 from attacks import tree_digest
 from attnconv.course.grade import grade_notebook
-from attnconv.course.isolation import detect
+from attnconv.course.isolation import ScratchQuota, detect
 from toy_course import CHAPTER, honest_cells, stub_cells, write
 
 LIBRARY = Path(attnconv.__file__).resolve().parent
@@ -186,3 +186,70 @@ def test_the_checker_runs_as_its_own_user_from_a_library_only_it_can_read(tmp_pa
         sys.modules.pop("uid_checks", None)
         EXERCISES.pop("ex-uid-who", None)
         Library._cache.pop(("uid_checks",), None)
+
+
+FILL_SCRATCH = """
+import os
+chunk, written = b"s" * (16 << 20), 0
+for n in range(4 * 1024 // 64):  # 4 GB in files of 64 MiB, each under the file-size limit
+    try:
+        with open(f"fill-{n}", "wb") as handle:
+            for _ in range(4):
+                handle.write(chunk)
+                handle.flush()
+                written += 16
+    except OSError:
+        pass  # a full folder: try the next file anyway
+raise RuntimeError(f"wrote {written} MB")
+"""
+
+
+def _mounted_scratches() -> list[str]:
+    return [line for line in Path("/proc/mounts").read_text().splitlines() if line.startswith("attnconv-scratch ")]
+
+
+def test_writing_4_gb_to_scratch_is_stopped_at_its_quota(toy, monkeypatch):
+    """A cell that writes 4 GB into its scratch folder is stopped at the quota (as root a tmpfs of that size, so the
+    disk never sees a byte; else a watched folder), the report says so, the score is the student edition's, and
+    nothing of it is left: no file, no mount."""
+    from attnconv.course import isolation
+
+    made, make = [], ScratchQuota.make.__func__
+    monkeypatch.setattr(isolation.ScratchQuota, "make", classmethod(
+        lambda cls, folder, mb=isolation.SCRATCH_MB: made.append(make(cls, folder, mb)) or made[-1]))
+    nb = write(toy / "filler.ipynb", *stub_cells(), FILL_SCRATCH)
+    mounts = _mounted_scratches()
+    report = grade_notebook(nb, CHAPTER, cell_timeout=240, total_timeout=600, checks=("toy_checks",),
+                            scratch_mb=256)
+    assert report.score == 0, report.table()  # the untouched student edition scores 0
+    assert any("scratch folder's 256 MiB quota" in p for p in report.problems), report.problems
+    assert [e["ename"] for e in report.cell_errors if e["cell"] == 5] == ["ScratchQuota"], report.cell_errors
+    (quota,) = made
+    assert quota.mounted == (os.geteuid() == 0)  # as root the folder was a tmpfs: nothing reached the disk
+    assert quota.hit and quota.peak <= 256 * 2**20 + (0 if os.geteuid() == 0 else 768 * 2**20), quota.peak
+    assert _mounted_scratches() == mounts, "a scratch tmpfs is still mounted"
+    assert not quota.folder.exists() and not list(Path(toy).rglob("fill-*"))
+
+
+def test_the_scratch_quota_without_a_mount_sums_the_folder(tmp_path, monkeypatch):
+    """Where no tmpfs can be mounted (not root), the quota is the folder's allocated size, subfolders included."""
+    from attnconv.course import isolation
+
+    monkeypatch.setattr(isolation.shutil, "which", lambda name, *a, **k: None)
+    quota = ScratchQuota.make(tmp_path / "scratch", 2)
+    assert not quota.mounted and not quota.over()
+    (quota.folder / "a").mkdir()
+    (quota.folder / "a" / "one").write_bytes(os.urandom(2**20))
+    assert not quota.over()
+    (quota.folder / "two").write_bytes(os.urandom(2**20))
+    assert quota.over() and quota.hit and quota.peak >= 2 * 2**20
+    quota.close()
+
+
+def test_a_scratch_quota_must_be_a_positive_number_of_mib(toy):
+    nb = write(toy / "alice.ipynb", *honest_cells())
+    for bad in (0, -5, 1.5):
+        with pytest.raises(ValueError, match="scratch_mb"):
+            grade_notebook(nb, CHAPTER, checks=("toy_checks",), scratch_mb=bad)
+        with pytest.raises(ValueError, match="scratch_mb"):
+            ScratchQuota.make(toy / "q", bad)

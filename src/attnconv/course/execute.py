@@ -184,10 +184,11 @@ def _still_busy(client, index: int, cell) -> None:
 def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonce: str, isolation: Isolation,
                  scratch: Path, cwd: Path, library: Path, pythonpath: str, limits: Limits, cell_timeout: int,
                  total_timeout: int, hide: tuple[Path, ...] = (), extra_env: dict[str, str] | None = None,
-                 cgroup=None) -> KernelRun:
+                 cgroup=None, quota=None) -> KernelRun:
     """Execute ``nb`` in place (see the module docstring); ``capture_after`` maps a cell index to the exercises
     whose answers are read right after it; ``extra_env`` is added to the kernel's environment; ``cgroup``
-    (:class:`~attnconv.course.isolation.Cgroup`) is the one the kernel joins."""
+    (:class:`~attnconv.course.isolation.Cgroup`) is the one the kernel joins; ``quota``
+    (:class:`~attnconv.course.isolation.ScratchQuota`): the kernel is stopped once the scratch folder is full."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, DeadKernelError
 
@@ -224,17 +225,27 @@ def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonc
     fired = threading.Event()
     done = threading.Event()
 
-    def watchdog():  # kills the kernel when a cell outlives its limit and its interrupt
+    full = threading.Event()
+
+    def stop_kernel():
+        process = getattr(manager.provisioner, "process", None) if manager.provisioner else None
+        if process is not None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if cgroup is not None:
+            cgroup.kill()
+
+    def watchdog():  # kills the kernel when a cell outlives its limit and its interrupt, or fills its scratch
         while not done.wait(0.5):
+            if quota is not None and not full.is_set() and quota.over():
+                full.set()
+                stop_kernel()
             at = deadline["at"]
             if at is not None and time.monotonic() > at:
                 fired.set()
-                process = getattr(manager.provisioner, "process", None) if manager.provisioner else None
-                if process is not None:
-                    try:
-                        os.killpg(process.pid, signal.SIGKILL)
-                    except (ProcessLookupError, PermissionError):
-                        pass
+                stop_kernel()
                 deadline["at"] = None
 
     guard = threading.Thread(target=watchdog, daemon=True)
@@ -266,8 +277,11 @@ def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonc
                     reason = (f"ran past the {cell_timeout if why == 'cell' else total_timeout} s time limit of the "
                               f"{why} and did not stop when interrupted, so the kernel was stopped") if overran else \
                         f"the kernel died while this cell ran ({_death(manager)})"
-                    run.errors[index] = {"ename": "CellTimeout" if overran else "DeadKernel", "evalue": reason,
-                                         "limit": why}
+                    ename = "CellTimeout" if overran else "DeadKernel"
+                    if full.is_set():
+                        ename, reason = "ScratchQuota", f"this cell filled the scratch folder's {quota.mb} MiB " \
+                                                       "quota, so the kernel was stopped"
+                    run.errors[index] = {"ename": ename, "evalue": reason, "limit": why}
                     run.died_at = index
                     break
                 except CellExecutionError as err:

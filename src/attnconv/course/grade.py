@@ -44,7 +44,7 @@ from .exercises import exercises_for, score_results
 from .exercises.core import CheckResult, Exercise
 from .gradebook import write_gradebook
 from ..records import RESULTS_ENV_VAR, results_dir
-from .isolation import Cgroup, Isolation, Limits, detect
+from .isolation import SCRATCH_MB, Cgroup, Isolation, Limits, ScratchQuota, detect
 from .report import ExerciseGrade, GradeReport, answer_cells, read_notebook, resolve_chapter, written_answers
 from .sandbox import is_private, portable_probe, run_function_exercise
 from .sheets import read_sheet, sheet_conflicts, write_sheet
@@ -68,7 +68,7 @@ def _own_error(label: str, error: dict | None, cell_timeout: int, total_timeout:
             return f"your cell was stopped when the notebook's {total_timeout} s time limit was reached"
         return f"your cell ran past the {cell_timeout} s time limit" + \
             (" and did not stop when interrupted" if "not stop" in error["evalue"] else "")
-    if error["ename"] in ("TimeLimit", "DeadKernel", "KernelStart"):
+    if error["ename"] in ("TimeLimit", "DeadKernel", "KernelStart", "ScratchQuota"):
         return error["evalue"]
     return f"your cell raised {error['ename']}: {error['evalue']}"
 
@@ -91,7 +91,7 @@ def _records() -> Path | None:
 def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: int = 120,
                    total_timeout: int = 1800, checks: tuple[str, ...] = (), seed: int | None = None,
                    isolation: Isolation | None = None, memory_mb: int = 8192,
-                   hide: tuple[Path, ...] = ()) -> GradeReport:
+                   hide: tuple[Path, ...] = (), scratch_mb: int = SCRATCH_MB) -> GradeReport:
     """Execute ``path`` isolated and grade the exercises of ``chapter`` (default: the file's stem, ``NN_name``).
 
     ``checks`` names extra modules that register exercises of their own (a course's additions); the grader and the
@@ -99,12 +99,17 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
     import ``attnconv`` alone; a private function exercise's hidden inputs are built by the checker and reach the
     sandbox as data). ``total_timeout`` is the submission's one wall-clock budget: the kernel, the sandbox's reruns
     and the checker all stop when it is spent. ``seed`` fixes the hidden inputs (default: a fresh random seed).
-    ``hide``: folders the student's code must not see (the other submissions, the sheets).
+    ``hide``: folders the student's code must not see (the other submissions, the sheets). ``scratch_mb``: the
+    size limit of the submission's scratch folder (:class:`~attnconv.course.isolation.ScratchQuota`); a submission
+    that fills it is stopped, and the report says so.
 
     Raises:
-        ValueError: the file is not a notebook, or the chapter has no graded exercises.
+        ValueError: the file is not a notebook, the chapter has no graded exercises, or ``scratch_mb`` is not a
+            positive number of MiB.
     """
     path = Path(path)
+    if not isinstance(scratch_mb, int) or scratch_mb < 1:
+        raise ValueError(f"scratch_mb must be a positive number of MiB, got {scratch_mb!r}")
     for module in checks:
         importlib.import_module(module)
     library = Library.capture(tuple(checks))  # the first capture in this process is the pristine one
@@ -132,15 +137,16 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
     deadline = start + total_timeout  # one budget: kernel, sandbox and checker together
     kernel_budget = max(1, total_timeout - min(total_timeout // 4, 300))  # the rest is kept for checking
     folder = Path(tempfile.mkdtemp(prefix="attnconv-grade-"))
-    checker = None
+    checker = quota = None
     # memory (tmpfs pages included) and processes of the kernel and the sandbox together, where the machine allows
-    cgroup, why = Cgroup.create(memory_mb + Limits.tmp_mb, Limits.processes)
+    cgroup, why = Cgroup.create(memory_mb + Limits.tmp_mb + scratch_mb, Limits.processes)
     if cgroup is None:
         report.problems.append(f"not isolated: no cgroup ({why}); memory and processes are limited per process")
     try:
         folder.chmod(0o711)
         lib = Library.capture(()).write(folder / "library")  # attnconv only: the checks stay with the checker
         scratch = folder / "scratch"
+        quota = ScratchQuota.make(scratch, scratch_mb)  # a tmpfs of that size where the grader may mount one
         isolation.prepare(scratch)
         cwd = scratch / "notebook"  # the notebook's folder, so that an older edition's ../results resolves too
         cwd.mkdir()
@@ -154,8 +160,9 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
         secret = hidden + (checker.library,) + tuple(private_paths(private))
         extra = {"ATTNCONV_GRADING": "1"} | ({RESULTS_ENV_VAR: str(records)} if records is not None else {})
         run = run_notebook(nb, capture_after, secrets.token_hex(8), isolation, scratch, cwd, lib,
-                           python_path(lib, private), Limits(memory_mb=memory_mb, cpu_s=total_timeout + 60),
-                           cell_timeout, kernel_budget, hide=secret, extra_env=extra, cgroup=cgroup)
+                           python_path(lib, private), Limits(memory_mb=memory_mb, cpu_s=total_timeout + 60,
+                                                             file_mb=min(Limits.file_mb, scratch_mb)),
+                           cell_timeout, kernel_budget, hide=secret, extra_env=extra, cgroup=cgroup, quota=quota)
         report.cell_errors = [{"cell": i, "ename": e["ename"], "evalue": e["evalue"]}
                               for i, e in sorted(run.errors.items())]
         report.problems += run.dropped
@@ -179,7 +186,7 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
                                          min(cell_timeout + 60, left), private, folder=folder, isolation=isolation,
                                          inputs=given.get(e.label, (None,))[0],
                                          probe=portable_probe(e, private) if e.label in given else None,
-                                         hide=secret, cgroup=cgroup)
+                                         hide=secret, cgroup=cgroup, quota=quota)
 
         with ThreadPoolExecutor(max_workers=2) as pool:
             runs = {e.label: pool.submit(rerun, e) for e in sandboxed}
@@ -195,7 +202,11 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
             alone = _ACTIVE[0] == 1
             killed = kill_tree(before) if subreaper and alone else 0  # never another grading's processes
             _ACTIVE[0] -= 1
+        if quota is not None:
+            quota.close()
         shutil.rmtree(folder, ignore_errors=True)
+    if quota is not None and quota.hit:
+        report.problems.append(quota.reason())
     if killed:
         report.problems.append(f"{killed} process(es) the submission started were still running and were killed")
     report.seconds = time.monotonic() - start
@@ -237,14 +248,15 @@ def _failed(path: Path, chapter: str, reason: str) -> GradeReport:
 
 
 def _grade_in_worker(path: Path, chapter: str, cell_timeout: int, total_timeout: int, checks: tuple[str, ...],
-                     hide: tuple[Path, ...], memory_mb: int, isolation_mode: str) -> GradeReport:
+                     hide: tuple[Path, ...], memory_mb: int, isolation_mode: str,
+                     scratch_mb: int = SCRATCH_MB) -> GradeReport:
     """Grade ``path`` in a fresh grader process that imports a pristine copy of the library."""
     folder = Path(tempfile.mkdtemp(prefix="attnconv-worker-"))
     try:
         lib = Library.capture(checks).write(folder / "library")
         argv = [sys.executable, "-m", "attnconv.course.grade", str(path), "--chapter", chapter, "--worker",
                 "--cell-timeout", str(cell_timeout), "--total-timeout", str(total_timeout),
-                "--memory-mb", str(memory_mb), "--isolation", isolation_mode]
+                "--memory-mb", str(memory_mb), "--isolation", isolation_mode, "--scratch-mb", str(scratch_mb)]
         for module in checks:
             argv += ["--checks", module]
         for folder_hidden in hide:
@@ -273,7 +285,7 @@ def _grade_in_worker(path: Path, chapter: str, cell_timeout: int, total_timeout:
 
 def grade_folder(folder: Path, chapter: str, jobs: int | None = None, cell_timeout: int = 120,
                  total_timeout: int = 1800, checks: tuple[str, ...] = (), hide: tuple[Path, ...] = (),
-                 memory_mb: int = 8192, isolation: str = "auto") -> list[GradeReport]:
+                 memory_mb: int = 8192, isolation: str = "auto", scratch_mb: int = SCRATCH_MB) -> list[GradeReport]:
     """Grade every ``*.ipynb`` in ``folder``, ``jobs`` at a time (default: half the CPU cores), each in a fresh
     grader process. A notebook that cannot be read or graded gets a report with the reason; the rest go on."""
     paths = sorted(p for p in Path(folder).glob("*.ipynb") if not p.name.startswith("."))
@@ -286,14 +298,14 @@ def grade_folder(folder: Path, chapter: str, jobs: int | None = None, cell_timeo
     hide = tuple(hide) + (Path(folder).resolve(),)
     with ThreadPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
         return list(pool.map(lambda p: _grade_in_worker(p, chapter, cell_timeout, total_timeout, tuple(checks),
-                                                        hide, memory_mb, isolation), paths))
+                                                        hide, memory_mb, isolation, scratch_mb), paths))
 
 
 def _worker(args) -> int:
     try:
         report = grade_notebook(args.submission, args.chapter, args.cell_timeout, args.total_timeout,
                                 tuple(args.checks), isolation=detect(args.isolation), memory_mb=args.memory_mb,
-                                hide=tuple(args.hide))
+                                hide=tuple(args.hide), scratch_mb=args.scratch_mb)
     except ValueError as err:
         report = _failed(args.submission, resolve_chapter(args.chapter), str(err))
     print(WORKER_MARKER + report.to_json().replace("\n", " "), flush=True)
@@ -325,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cell-timeout", type=int, default=120, help="seconds per cell (default 120)")
     parser.add_argument("--total-timeout", type=int, default=1800, help="seconds for the whole notebook")
     parser.add_argument("--memory-mb", type=int, default=8192, help="address space of the kernel (default 8192)")
+    parser.add_argument("--scratch-mb", type=int, default=SCRATCH_MB,
+                        help=f"size limit of a submission's scratch folder in MiB (default {SCRATCH_MB})")
     parser.add_argument("--isolation", choices=("auto", "none"), default="auto",
                         help="auto: bubblewrap and an unprivileged user (the default; refuses to grade without "
                              "bubblewrap); none: limits only, accepted explicitly, one submission at a time")
@@ -332,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hide", action="append", type=Path, default=[], help=argparse.SUPPRESS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.scratch_mb < 1:
+        parser.error(f"--scratch-mb must be a positive number of MiB, got {args.scratch_mb}")
     if not args.submission.exists():
         parser.error(f"submission {args.submission} does not exist")
     for module in args.checks:
@@ -353,11 +369,12 @@ def main(argv: list[str] | None = None) -> int:
         reports = grade_folder(args.submission, resolve_chapter(args.chapter), args.jobs, args.cell_timeout,
                                args.total_timeout, tuple(args.checks),
                                hide=(written.resolve(), gradebook.resolve()),
-                               memory_mb=args.memory_mb, isolation=args.isolation)
+                               memory_mb=args.memory_mb, isolation=args.isolation, scratch_mb=args.scratch_mb)
     else:
         try:
             reports = [grade_notebook(args.submission, args.chapter, args.cell_timeout, args.total_timeout,
-                                      tuple(args.checks), isolation=isolation, memory_mb=args.memory_mb)]
+                                      tuple(args.checks), isolation=isolation, memory_mb=args.memory_mb,
+                                      scratch_mb=args.scratch_mb)]
         except ValueError as err:
             parser.exit(2, f"error: {err}\n")
         target = args.report or args.submission.with_suffix(".grade.json")

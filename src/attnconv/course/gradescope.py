@@ -8,7 +8,9 @@
   environment's Python as root (the grader runs the student's code as an unprivileged user), and writes
   ``/autograder/results/results.json`` in Gradescope's format (one test per exercise, partial credit as its
   score);
-- ``requirements.txt`` and ``autograder_config.json`` (the chapter, the time limits, the largest submission);
+- ``requirements.txt`` and ``autograder_config.json`` (the chapter, the time limits, the largest submission, the
+  scratch folder's size limit, and ``isolation``: ``auto``, or ``none`` to accept weaker isolation where the
+  image has no bubblewrap, as ``--isolation`` of the grader);
 - ``files/attnconv/``: the library, checks included, so the image grades with exactly this version.
 
 Gradescope unzips it into ``/autograder/source``. ``setup.sh`` never installs into the system's Python: Debian 12
@@ -47,7 +49,7 @@ from pathlib import Path
 from . import escape
 from .grade import grade_notebook, refuse, resolve_chapter
 from ..records import RECORD_SUFFIXES, results_dir
-from .isolation import detect
+from .isolation import SCRATCH_MB, detect
 from .report import MAX_SUBMISSION_MB, check_submission
 
 __all__ = ["build_autograder", "gradescope_results", "main", "run"]
@@ -114,14 +116,23 @@ pyyaml>=6
 
 
 def build_autograder(chapter: str, out: Path, cell_timeout: int = 120, total_timeout: int = 1800,
-                     max_submission_mb: float = MAX_SUBMISSION_MB) -> Path:
-    """Write the autograder zip for ``chapter`` to ``out``; returns ``out``."""
+                     max_submission_mb: float = MAX_SUBMISSION_MB, isolation: str = "auto",
+                     scratch_mb: int = SCRATCH_MB) -> Path:
+    """Write the autograder zip for ``chapter`` to ``out``; returns ``out``.
+
+    Raises:
+        ValueError: ``isolation`` is not ``"auto"`` or ``"none"``, or ``scratch_mb`` is not a positive number.
+    """
     import attnconv
 
+    if isolation not in ("auto", "none"):
+        raise ValueError(f"isolation must be 'auto' or 'none', got {isolation!r}")
+    if not isinstance(scratch_mb, int) or scratch_mb < 1:
+        raise ValueError(f"scratch_mb must be a positive number of MiB, got {scratch_mb!r}")
     chapter = resolve_chapter(chapter)
     package = Path(attnconv.__file__).resolve().parent
     config = {"chapter": chapter, "cell_timeout": cell_timeout, "total_timeout": total_timeout,
-              "max_submission_mb": max_submission_mb}
+              "max_submission_mb": max_submission_mb, "isolation": isolation, "scratch_mb": scratch_mb}
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".zip.tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -203,7 +214,8 @@ def run(root: Path) -> dict:
                     raise SystemExit(f"refusing to grade: {refusal}")
                 report = grade_notebook(notebook, config["chapter"], config["cell_timeout"],
                                         config["total_timeout"], isolation=isolation,
-                                        hide=(root / "submission", results_dir))
+                                        hide=(root / "submission", results_dir),
+                                        scratch_mb=int(config.get("scratch_mb", SCRATCH_MB)))
                 results = gradescope_results(report)
                 print(report.table())
     except Exception as err:  # noqa: BLE001  (whatever went wrong, the student gets a results.json saying so)
@@ -224,12 +236,16 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--total-timeout", type=int, default=1800)
     build.add_argument("--max-submission-mb", type=float, default=MAX_SUBMISSION_MB,
                        help=f"larger submissions are refused unread (default {MAX_SUBMISSION_MB})")
+    build.add_argument("--isolation", choices=("auto", "none"), default="auto",
+                       help="none: grade where the image has no bubblewrap, accepting weaker isolation")
+    build.add_argument("--scratch-mb", type=int, default=SCRATCH_MB,
+                       help=f"size limit of a submission's scratch folder in MiB (default {SCRATCH_MB})")
     grade = sub.add_parser("run", help="grade a submission (what run_autograder calls)")
     grade.add_argument("--root", type=Path, default=Path("/autograder"))
     args = parser.parse_args(argv)
     if args.command == "build":
         out = build_autograder(args.chapter, args.out, args.cell_timeout, args.total_timeout,
-                               args.max_submission_mb)
+                               args.max_submission_mb, args.isolation, args.scratch_mb)
         print(f"autograder written to {out}")
     else:
         run(args.root)

@@ -33,7 +33,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["PROTECTIONS", "Cgroup", "Isolation", "Limits", "detect"]
+__all__ = ["PROTECTIONS", "SCRATCH_MB", "Cgroup", "Isolation", "Limits", "ScratchQuota", "detect"]
 
 PROTECTIONS = {
     "user": "runs as an unprivileged user, not as the grader",
@@ -42,6 +42,7 @@ PROTECTIONS = {
     "processes": "every process it starts is killed with it (own PID namespace)",
     "limits": "memory, CPU time, process count and file size are limited",
 }
+SCRATCH_MB = 1024  # the default size limit of one submission's scratch folder (MiB)
 _KEEP_ENV = ("PATH", "LANG", "LC_ALL", "PYTHONHASHSEED", "ATTNCONV_DATA", "MPLBACKEND", "OMP_NUM_THREADS",
              "MKL_NUM_THREADS", "TORCH_NUM_THREADS")
 
@@ -292,6 +293,21 @@ class Cgroup:
                     pass
         return None
 
+    def kill(self) -> None:
+        """Kill every process in it now (it stays, and a new process may join it)."""
+        import signal
+
+        for folder in self.dirs:
+            try:
+                pids = {int(p) for p in (folder / "cgroup.procs").read_text().split()}
+            except (OSError, ValueError):
+                continue
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
     def remove(self) -> None:
         """Kill every process still in it, then remove it."""
         import signal
@@ -317,6 +333,76 @@ class Cgroup:
                 folder.rmdir()
             except OSError:
                 pass
+
+
+class ScratchQuota:
+    """A size limit on one submission's scratch folder (the kernel's and the sandbox's, the only places its code
+    may write). As root, the folder is a tmpfs of that size, mounted for the grading: a write past it fails, and
+    nothing reaches the disk. Elsewhere, a file is limited by ``RLIMIT_FSIZE`` (``Limits.file_mb``) and
+    :meth:`over` sums the folder's allocated size. Either way the grader polls :meth:`over` and stops the
+    submission's processes once the folder is full; :attr:`hit` then says so for the report."""
+
+    def __init__(self, folder: Path, mb: int) -> None:
+        self.folder, self.mb, self.limit = Path(folder), mb, mb * 2**20
+        self.mounted = self.hit = self.closed = False
+        self.peak = 0  # the most the folder held when :meth:`over` looked
+
+    @classmethod
+    def make(cls, folder: Path, mb: int = SCRATCH_MB) -> ScratchQuota:
+        """Create ``folder`` with a quota of ``mb`` MiB (a mounted tmpfs where this process may mount one).
+
+        Raises:
+            ValueError: ``mb`` is not a positive number of MiB.
+        """
+        if not isinstance(mb, int) or mb < 1:
+            raise ValueError(f"scratch_mb must be a positive number of MiB, got {mb!r}")
+        quota = cls(folder, mb)
+        quota.folder.mkdir(parents=True, exist_ok=True)
+        mount = shutil.which("mount")
+        if os.geteuid() == 0 and mount:
+            options = f"size={mb}m,nr_inodes={max(1024, mb * 64)},mode=0700,nosuid,nodev"
+            quota.mounted = _probe([mount, "-t", "tmpfs", "-o", options, "attnconv-scratch", str(quota.folder)])
+        return quota
+
+    def used(self) -> int:
+        """Bytes the folder holds now (for a tmpfs, what the filesystem has allocated)."""
+        if self.mounted:
+            st = os.statvfs(self.folder)
+            return (st.f_blocks - st.f_bfree) * st.f_frsize
+        total, todo, seen = 0, [str(self.folder)], 0
+        while todo and seen < 200_000:  # a folder of millions of empty files is over any honest use anyway
+            try:
+                entries = list(os.scandir(todo.pop()))
+            except OSError:
+                continue
+            for entry in entries:
+                seen += 1
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                total += max(st.st_size if entry.is_file(follow_symlinks=False) else 0, st.st_blocks * 512)
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(entry.path)
+        return total if seen < 200_000 else max(total, self.limit)
+
+    def over(self) -> bool:
+        """Whether the folder is full (a tmpfs within 1 MiB of its size) or past its quota; sets :attr:`hit`."""
+        used = self.used()
+        self.peak = max(self.peak, used)
+        if used >= self.limit - (2**20 if self.mounted else 0):
+            self.hit = True
+        return self.hit
+
+    def reason(self) -> str:
+        return (f"the submission filled its scratch folder's {self.mb} MiB quota, so its processes were stopped "
+                "(what it wrote was discarded)")
+
+    def close(self) -> None:
+        """Unmount the tmpfs (its files go with it); the folder itself is left for the caller to remove."""
+        if self.mounted and not self.closed:
+            _probe(["umount", "-l", str(self.folder)])
+        self.closed = True
 
 
 def spare_uid(taken: tuple[int, ...] = ()) -> int:

@@ -108,7 +108,7 @@ def _probe_from(spec: dict):
 def run_function_exercise(label: str, code: str, seed: int, timeout: float = 180, checks: tuple[str, ...] = (),
                           *, folder: Path | None = None, isolation=None, limits=None, inputs: str | None = None,
                           probe: dict | None = None, hide: tuple[Path, ...] = (),
-                          cgroup=None) -> tuple[dict | None, str]:
+                          cgroup=None, quota=None) -> tuple[dict | None, str]:
     """Run ``code`` (a student's cell) for exercise ``label`` on hidden inputs in a separate, isolated process.
 
     ``folder`` is the submission's private folder (its ``library`` is imported; a scratch folder is made in it);
@@ -116,7 +116,9 @@ def run_function_exercise(label: str, code: str, seed: int, timeout: float = 180
     (wire text from ``attnconv.course.checker.Checker.inputs``) and ``probe`` (:func:`portable_probe`) replace
     the seed, and ``checks`` are only hidden (with ``hide``), never imported. Returns ``(answers, "")`` with the
     probe's data still encoded as JSON text in ``answers["json"]``, or ``(None, reason)`` when the cell raised,
-    the probe failed or the time ran out. Never raises. The whole process tree is killed when it returns.
+    the probe failed or the time ran out. ``quota`` (:class:`~attnconv.course.isolation.ScratchQuota`): the
+    scratch folder is made inside the submission's, under its size limit, and the process is stopped once that is
+    full. Never raises. The whole process tree is killed when it returns.
     """
     from .checker import Library, private_paths, python_path
     from .isolation import Limits, clean_env, detect
@@ -139,7 +141,7 @@ def run_function_exercise(label: str, code: str, seed: int, timeout: float = 180
         library = base / "library"
         if not library.exists():
             Library.capture(()).write(library)
-        scratch = Path(tempfile.mkdtemp(prefix=f"sandbox-{label}-", dir=base))
+        scratch = Path(tempfile.mkdtemp(prefix=f"sandbox-{label}-", dir=quota.folder if quota else base))
         isolation.prepare(scratch)
         env = clean_env({"PYTHONPATH": python_path(library, tuple(checks)), "HOME": str(scratch),
                          "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
@@ -152,9 +154,11 @@ def run_function_exercise(label: str, code: str, seed: int, timeout: float = 180
         with open(Path(own) / "stdout", "wb+") as stdout, open(Path(own) / "stderr", "wb+") as stderr:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, start_new_session=True)
             try:
-                proc.communicate(request.encode(), timeout=timeout)
+                _wait(proc, request.encode(), timeout, quota)
             except subprocess.TimeoutExpired:
                 return None, f"your cell ran past the {timeout:.0f} s limit on the hidden inputs"
+            except _Full:
+                return None, f"on hidden inputs your cell filled the scratch folder's {quota.mb} MiB quota"
             finally:
                 try:
                     os.killpg(proc.pid, 9)  # whatever it left behind
@@ -182,6 +186,36 @@ def run_function_exercise(label: str, code: str, seed: int, timeout: float = 180
     except (ValueError, AttributeError):
         return None, "the sandbox's reply could not be read"
     return {"json": reply["answers"]}, ""
+
+
+class _Full(Exception):
+    """The scratch folder's quota was reached."""
+
+
+def _wait(proc: subprocess.Popen, request: bytes, timeout: float, quota) -> None:
+    """Send ``request`` and wait for ``proc``: ``subprocess.TimeoutExpired`` past ``timeout``, :class:`_Full` as
+    soon as ``quota`` says the scratch folder is full."""
+    import threading
+    import time
+
+    def send():
+        try:
+            proc.stdin.write(request)
+            proc.stdin.close()
+        except OSError:  # it ended before reading its request
+            pass
+
+    threading.Thread(target=send, daemon=True).start()
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            proc.wait(timeout=max(0.01, min(0.5, end - time.monotonic())))
+            return
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= end:
+                raise
+        if quota is not None and quota.over():
+            raise _Full
 
 
 def _reply_line(handle) -> str | None:
