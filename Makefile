@@ -37,9 +37,10 @@ assets: $(VENDOR)/.complete
 
 # Copied into a temporary folder and moved into place at the end, so an interrupted copy leaves nothing half-done.
 # Only the MathJax components _config.yml loads (mathjax3_config): the loader, the core, TeX input with its
-# extensions (loaded on demand), CommonHTML output with its font data and fonts, and the assistive MathML.
+# extensions (loaded on demand), CommonHTML output with its font data and fonts, the assistive MathML, and the
+# lazy typesetting of formulas as they come near the window.
 MATHJAX_PARTS = startup.js core.js input/tex.js input/tex/extensions output/chtml.js output/chtml/fonts/tex.js \
-  output/chtml/fonts/woff-v2 a11y/assistive-mml.js
+  output/chtml/fonts/woff-v2 a11y/assistive-mml.js ui/lazy.js
 $(VENDOR)/.complete: $(STAMP) Makefile
 	rm -rf $(VENDOR).tmp && mkdir -p $(VENDOR).tmp/mathjax
 	src="$$($(MATHJAX_ES5))" && for part in $(MATHJAX_PARTS); do \

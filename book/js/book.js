@@ -239,6 +239,43 @@
     clearBackToTop();
   }
 
+  // MathJax typesets lazily (ui/lazy in _config.yml): its first pass leaves each formula as a placeholder
+  // (<mjx-lazy>) and draws the ones near the window as they come into view, so that a chapter's first screen does
+  // not wait for its 250 formulas. The others are then drawn in the background, a few at a time when the page is
+  // idle, in the order of the page: every formula gets its place in its line and the MathML that screen readers
+  // read (a11y/assistive-mml) without the reader having to scroll to it. When none is left, <html> gets
+  // data-maths-typeset.
+  const MATHS_PER_STEP = 20;
+
+  function typesetTheRest() {
+    const doc = window.MathJax && window.MathJax.startup && window.MathJax.startup.document;
+    const finish = () => {
+      markAllEquations();
+      document.documentElement.setAttribute("data-maths-typeset", "");
+    };
+    if (!doc || typeof doc.lazyHandleSet !== "function" || !doc.lazySet) {
+      finish();
+      return;
+    }
+    const idle = window.requestIdleCallback
+      ? (f) => window.requestIdleCallback(f, { timeout: 250 })
+      : (f) => setTimeout(f, 20);
+    const step = () => {
+      const waiting = Array.from(document.querySelectorAll("mjx-lazy[data-mjx-lazy]")).slice(0, MATHS_PER_STEP);
+      if (!waiting.length) {
+        finish();
+        return;
+      }
+      waiting.forEach((marker) => doc.lazySet.add(marker.getAttribute("data-mjx-lazy")));
+      doc.lazyHandleSet();  // draws every formula in the set, then resolves doc.lazyPromise
+      doc.lazyPromise.then(() => {
+        markAllEquations();
+        idle(step);
+      }, finish);
+    };
+    idle(step);
+  }
+
   function init() {
     watchBackToTop();
     solutionTitleLinks();
@@ -257,7 +294,10 @@
     );
     window.addEventListener("resize", markAllEquations);
     const typeset = window.MathJax && window.MathJax.startup && window.MathJax.startup.promise;
-    (typeset || Promise.resolve()).then(markAllEquations);
+    (typeset || Promise.resolve()).then(() => {
+      markAllEquations();
+      typesetTheRest();
+    });
     markAllEquations();
   }
 

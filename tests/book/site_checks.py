@@ -103,6 +103,53 @@ EXPLORABLE_FIT_JS = r"""() => {
 }"""
 
 
+def explorable_button_fits(page) -> list[str]:
+    """Press every button of every explorable in turn (k = 1..4, a head, an image) and read
+    :data:`EXPLORABLE_FIT_JS` after each; the problems, each with the button that led to it."""
+    problems = []
+    buttons = page.locator(".attnconv-explorable button")
+    for i in range(buttons.count()):
+        if i >= buttons.count():  # a press rebuilt the controls with fewer buttons
+            break
+        button = buttons.nth(i)
+        if not button.is_visible():
+            continue
+        label = button.inner_text().strip()[:30]
+        button.scroll_into_view_if_needed()
+        button.click()
+        page.wait_for_timeout(30)
+        problems += [f"after pressing {label!r}: {p}" for p in page.evaluate(EXPLORABLE_FIT_JS)
+                     if f"after pressing {label!r}: {p}" not in problems]
+    return problems
+
+
+# ---- maths: every formula drawn, each with the MathML a screen reader reads ----
+
+# MathJax draws lazily (ui/lazy): a formula not drawn yet is an <mjx-lazy> placeholder in its container, with no
+# size in its line and nothing for a screen reader. Once the page has settled, none may be left, and every
+# formula carries its assistive MathML (a11y/assistive-mml).
+MATHS_DRAWN_JS = r"""() => {
+  const all = Array.from(document.querySelectorAll('mjx-container'));
+  const waiting = all.filter(c => c.querySelector(':scope > mjx-lazy')).length;
+  const unspoken = all.filter(c => !c.querySelector(':scope > mjx-lazy') && !c.querySelector('mjx-assistive-mml math'))
+    .length;
+  return {formulas: all.length, waiting, unspoken,
+          done: document.documentElement.hasAttribute('data-maths-typeset')};
+}"""
+
+
+def maths_problems(found: dict) -> list[str]:
+    """What :data:`MATHS_DRAWN_JS` found wrong: formulas still waiting to be drawn, or drawn without MathML."""
+    problems = []
+    if found["waiting"]:
+        problems.append(f"{found['waiting']} of {found['formulas']} formulas are not drawn yet (lazy placeholders)")
+    if found["unspoken"]:
+        problems.append(f"{found['unspoken']} of {found['formulas']} formulas have no MathML for a screen reader")
+    if found["formulas"] and not found["done"]:
+        problems.append("book.js never marked the page's maths as all typeset (data-maths-typeset)")
+    return problems
+
+
 # ---- the floating "Back to top" button ----
 
 _BACK_TO_TOP_JS = r"""(panels) => {

@@ -7,7 +7,10 @@
 - the "Back to top" button never over an explorable (:func:`back_to_top_overlaps`), without and with book.js;
 - the unfold button's count in good English (:func:`unfold_label_problems`), on words and on book.js's button;
 - no 404 at the server, the browser's own ``/favicon.ico`` included (:class:`ServedLog`), without and with the
-  icon that book/ext/favicon.py writes.
+  icon that book/ext/favicon.py writes;
+- every formula drawn, each with its MathML for a screen reader (:data:`MATHS_DRAWN_JS`), on a page of formulas
+  far below its first screen typeset by the book's own MathJax with ui/lazy: with book.js, which draws the rest in
+  the background, and without it (a reader who never scrolls there gets placeholders).
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from .site_checks import (EXPLORABLE_FIT_JS, UNFOLD_JS, ServedLog, back_to_top_overlaps, logging_handler,
-                          touch_traps, unfold_label_problems)
+from .site_checks import (EXPLORABLE_FIT_JS, MATHS_DRAWN_JS, UNFOLD_JS, ServedLog, back_to_top_overlaps,
+                          logging_handler, maths_problems, touch_traps, unfold_label_problems)
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "book" / "js"
@@ -255,3 +258,60 @@ def test_the_drawn_icon_is_the_svg_icon(tmp_path):
         favicon.draw_icon(8)
     path = favicon.write_ico(tmp_path / "favicon.ico")
     assert Image.open(path).info["sizes"] >= {(16, 16), (32, 32), (48, 48)}
+
+
+# ---- maths typeset lazily, the rest in the background ----
+
+VENDOR = ROOT / "book" / "vendor" / "mathjax"
+_LAZY_CONFIG = ('<script>window.MathJax = {"loader": {"load": ["input/tex", "output/chtml", "a11y/assistive-mml", '
+                '"ui/lazy"]}, "options": {"processHtmlClass": "tex2jax_process|mathjax_process|math|output_area"}};'
+                '</script><script defer src="mathjax/startup.js"></script>')
+
+
+def _maths_page(folder: Path, book_js: bool) -> None:
+    """A page with one formula on its first screen and 60 more below a 6,000 px gap, MathJax and ui/lazy from
+    book/vendor (as the build serves them), with or without book.js."""
+    if not (VENDOR / "startup.js").is_file() or not (VENDOR / "ui" / "lazy.js").is_file():
+        pytest.fail(f"{VENDOR} lacks startup.js or ui/lazy.js: run `make assets` first")
+    (folder / "mathjax").symlink_to(VENDOR, target_is_directory=True)
+    below = "".join(f'<p>Term {i}: <span class="math">\\(x_{{{i}}}^2 + \\alpha_{i}\\)</span>.</p>'
+                    f'<div class="math">\\[\\sum_{{j=1}}^{{{i}}} \\beta_j x_j\\]</div>' for i in range(30))
+    script = '<script defer src="book.js"></script>' if book_js else ""
+    if book_js:
+        (folder / "book.js").write_text((STATIC / "book.js").read_text())
+    (folder / "index.html").write_text(
+        f'<!DOCTYPE html><html><head>{_LAZY_CONFIG}{script}</head><body><div class="bd-article"><article>'
+        f'<p>First: <span class="math">\\(a^2 + b^2\\)</span></p><div style="height: 6000px"></div>{below}'
+        f'</article></div></body></html>')
+
+
+@pytest.mark.parametrize("book_js", [True, False])
+def test_maths_far_below_the_first_screen_is_drawn_with_its_mathml(browser, tmp_path, book_js):
+    _maths_page(tmp_path, book_js)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(tmp_path)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    context = browser.new_context(viewport={"width": 400, "height": 900})
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda err: errors.append(str(err)))
+        page.goto(f"http://127.0.0.1:{server.server_address[1]}/index.html", wait_until="load", timeout=120_000)
+        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=60_000)
+        page.evaluate("() => MathJax.startup.promise")
+        if book_js:
+            page.wait_for_selector("html[data-maths-typeset]", state="attached", timeout=120_000)
+        else:
+            page.wait_for_timeout(3000)
+        found = page.evaluate(MATHS_DRAWN_JS)
+        assert found["formulas"] == 61, found
+        first = page.evaluate("() => !document.querySelector('article > p:first-child mjx-container > mjx-lazy')")
+        assert first, "the first screen's formula is drawn"
+        if book_js:
+            assert maths_problems(found) == [], found
+        else:
+            problems = maths_problems(found)
+            assert found["waiting"] == 60 and any("not drawn yet" in p for p in problems), found
+        assert not errors, errors
+    finally:
+        context.close()
+        server.shutdown()

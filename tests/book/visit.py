@@ -5,11 +5,15 @@ Before, each test module opened every page on its own, about eight loads of each
 time went to loading and typesetting the same page again. :class:`Visits` keeps each page's reading for the whole
 session, so that each module's tests assert on the same load. A visit reads, in order:
 
-1. what the page fetched (failed and external requests, the files and their sizes), once MathJax has typeset,
-   book.js has sized the figures and no file has arrived for half a second;
+1. what the page fetched (failed and external requests, the files and their sizes), once MathJax has typeset
+   every formula (it draws them lazily: those near the window first, then book.js the rest in the background, as
+   a reader who waits a few seconds sees them), book.js has sized the figures and no file has arrived for half a
+   second;
 2. what a reader sees, before any click: the reader checks (``reader_checks``), the chrome (numbering, headings,
-   the sidebar, long equations, the page's width), the shape checks (``shape_checks``), icons and TeX errors, and
-   a full-page screenshot of each chapter (``_build/screens``);
+   the sidebar, long equations, the page's width), the shape checks (``shape_checks``), the site checks
+   (``site_checks``: touch, explorables inside their box, the Back to top button, the unfold button), icons, TeX
+   errors and formulas without their speech MathML, and a full-page screenshot of each chapter
+   (``_build/screens``);
 3. what clicks do: the sidebar toggles, the folded solution code, the links in the solutions' titles (at 400 px),
    every viewer's controls (at 1400 px), and last a resize from 400 to 1400 px, after which no scroll cue may be
    left on a box that fits.
@@ -27,6 +31,8 @@ from .reader_checks import (CAPTION_JS, CODE_JS, CURSOR_JS, IMAGES_JS, MATH_JS, 
                             VIEWER_JS, image_bytes, tiny_image_text, viewer_problems)
 from .shape_checks import (EQUATION_SCROLL_JS, FIGURE_FIT_JS, FIGURE_WORDS_JS, FIRST_SCREEN_PX, STALE_MARKS_JS,
                            STRUCTURE_JS, png_texts, raw_subscripts, tap_solution_links)
+from .site_checks import (EXPLORABLE_FIT_JS, MATHS_DRAWN_JS, UNFOLD_JS, back_to_top_overlaps, explorable_button_fits,
+                          touch_traps)
 
 WIDE, NARROW = 1400, 400
 MAX_PAGE_PX = 60_000  # at 1400 px: a reference page longer than this is split (the API reference was 217,508 px)
@@ -65,15 +71,22 @@ class Visit:
     icons: list[dict] = field(default_factory=list)
     reader: dict[str, list[str]] = field(default_factory=dict)  # reader-check name -> problems
     shape: dict = field(default_factory=dict)  # shape-check name -> problems or measures
+    site: dict = field(default_factory=dict)  # site-check name (site_checks.py) -> problems, or the unfold button
     chrome: dict = field(default_factory=dict)  # text, prose, boxes, headings, sidebar, wide_math, ...
     screenshot: Path | None = None
     clicks: dict[str, list[str]] = field(default_factory=dict)  # toggles, solutions, links, viewers, resize
 
 
 def _settle(page, site: str) -> None:
-    """Wait for MathJax's typesetting, book.js's figure sizing, the fonts, and half a second with no new file."""
+    """Wait for MathJax's typesetting of every formula, book.js's figure sizing, the fonts, and half a second with
+    no new file. MathJax draws lazily (ui/lazy): its first pass draws the formulas near the window, and book.js
+    then draws the others in the background and marks <html> data-maths-typeset when none is left; that is the
+    page a reader sees a few seconds after it opens, and the one every check reads."""
     if page.evaluate("() => !!(window.MathJax && MathJax.startup && MathJax.startup.promise)"):
         page.evaluate("() => MathJax.startup.promise")
+        if page.locator("script[src*='book.js']").count():
+            page.wait_for_selector("html[data-maths-typeset]", state="attached", timeout=300_000)
+            page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     if page.locator("script[src*='book.js']").count():
         page.wait_for_selector("html[data-figures-legible]", state="attached", timeout=15_000)
     page.evaluate("() => document.fonts.ready.then(() => true)")
@@ -149,6 +162,7 @@ def visit(browser, site: str, html: Path, page_path: str, width: int, screens: P
     result = Visit(page_path, width)
     chapter = page_path.startswith("notebooks/")
     context = browser.new_context(viewport={"width": width, "height": 900})
+    context.set_default_navigation_timeout(180_000)  # a chapter on a busy two-core machine
     page = context.new_page()
     page.add_init_script("performance.setResourceTimingBufferSize(5000)")
     errors: list[str] = []
@@ -174,6 +188,7 @@ def visit(browser, site: str, html: Path, page_path: str, width: int, screens: P
         result.files = _files(page.evaluate(_FETCHED_JS), html)
         result.math_elements = page.evaluate("() => document.querySelectorAll('mjx-container').length")
         result.math_errors = page.evaluate(_TEX_ERRORS_JS)
+        result.site["maths"] = page.evaluate(MATHS_DRAWN_JS)
         result.colab_links = page.eval_on_selector_all("a[href*='colab.research.google.com']",
                                                        "els => els.map(e => e.href)")
         result.widgets = page.evaluate("() => document.querySelectorAll('.jupyter-widgets, .widget-slider').length")
@@ -196,8 +211,10 @@ def _read_chapter(page, site: str, html: Path, width: int, result: Visit, screen
         wide_math=page.evaluate(MATH_SCROLL_JS), viewers=page.locator(".attnconv-viewer").count(),
         admonitions=page.eval_on_selector_all("article .admonition > .admonition-title",
                                               "els => els.map(e => e.innerText.trim())"))
+    result.site.update(explorable_fit=page.evaluate(EXPLORABLE_FIT_JS), unfold=page.evaluate(UNFOLD_JS))
     if width == NARROW:
         result.shape.update(figure_fit=page.evaluate(FIGURE_FIT_JS), equations=page.evaluate(EQUATION_SCROLL_JS))
+        result.site.update(touch=touch_traps(page), back_to_top=back_to_top_overlaps(page))
     else:
         result.shape.update(structure=page.evaluate(STRUCTURE_JS, FIRST_SCREEN_PX),
                             figure_words=_figure_words(page, site, html))
@@ -205,6 +222,8 @@ def _read_chapter(page, site: str, html: Path, width: int, result: Visit, screen
         screens.mkdir(parents=True, exist_ok=True)
         result.screenshot = screens / f"{Path(result.page).stem}-{width}.jpg"
         page.screenshot(path=str(result.screenshot), full_page=True, type="jpeg", quality=70)
+    # last, as it changes the explorables' state: every button of an explorable pressed, the fit read after each
+    result.site["explorable_fit"] += explorable_button_fits(page)
 
 
 def _click_chapter(page, width: int, result: Visit, errors: list[str], chapters: int) -> None:
