@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import http.server
+import socket
 import sys
 import threading
 import time
@@ -72,6 +73,39 @@ def slow_server(interval: float | None, length: int = 10_000_000):
         httpd.server_close()
 
 
+@contextlib.contextmanager
+def raw_server(answer):
+    """A server on 127.0.0.1 that reads a request and hands its socket to ``answer(sock, stop)``; yields its
+    address."""
+    stop = threading.Event()
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+
+    def accept():
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            conn.recv(65536)
+            threading.Thread(target=_answer, args=(answer, conn, stop), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/cifar-10-python.tar.gz"
+    finally:
+        stop.set()
+        listener.close()
+
+
+def _answer(answer, conn, stop):
+    with conn:
+        try:
+            answer(conn, stop)
+        except OSError:  # the client gave up
+            pass
+
+
 def _allow(env, **settings):
     env.setenv("ATTNCONV_DOWNLOAD", "1")
     for key, value in settings.items():
@@ -122,6 +156,59 @@ def test_a_good_download_shows_progress_and_lands_whole(env, mirror, tmp_path, c
     archive = tmp_path / "cache" / "cifar-10-python.tar.gz"
     assert hashlib.md5(archive.read_bytes()).hexdigest() == mirror["ATTNCONV_CIFAR10_MD5"]
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [archive.name]  # no temporary file left
+
+
+def test_a_server_trickling_its_headers_is_given_up_on(env, tmp_path):
+    """Each header line arrives well within the socket's timeout, so only a deadline on the whole answer ends it."""
+    def headers_forever(conn, stop):
+        conn.sendall(b"HTTP/1.1 200 OK\r\n")
+        while not stop.wait(0.2):
+            conn.sendall(b"X-Slow: a\r\n")
+
+    with raw_server(headers_forever) as url:
+        _allow(env, ATTNCONV_CIFAR10_URL=url, ATTNCONV_CIFAR10_MD5="0" * 32, ATTNCONV_DOWNLOAD_TIMEOUT="1")
+        start = time.monotonic()
+        with pytest.raises(FileNotFoundError, match=r"could not download CIFAR-10 from http://127\.0\.0\.1:\d+/.*"
+                                                    r"answer was not complete within 1 s.*ATTNCONV_DOWNLOAD_TIMEOUT"):
+            download.prepare_data("cifar10")
+        assert time.monotonic() - start < 10
+    assert not any((tmp_path / "cache").iterdir())
+
+
+def _slow_then_closed(conn, stop):
+    """Headers announcing 100 MB, then 100 bytes every 0.1 s (1 KB/s) for 2 s, then the connection closes."""
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000000\r\n\r\n")
+    until = time.monotonic() + 2
+    while time.monotonic() < until and not stop.wait(0.1):
+        conn.sendall(b"x" * 100)
+
+
+def test_a_download_above_the_floor_that_would_take_hours_says_so_once(env, tmp_path, capsys):
+    with raw_server(_slow_then_closed) as url:
+        _allow(env, ATTNCONV_CIFAR10_URL=url, ATTNCONV_CIFAR10_MD5="0" * 32, ATTNCONV_DOWNLOAD_TIMEOUT="0.5",
+               ATTNCONV_DOWNLOAD_MIN_RATE="1")
+        with pytest.raises(FileNotFoundError, match=r"the connection closed after .* of 95\.4 MiB"):
+            download.prepare_data("cifar10", progress=False)
+    err = capsys.readouterr().err
+    assert err.count("would take") == 1, err  # said once, not every window
+    assert "B/s from http://127.0.0.1:" in err and "the remaining 95." in err and "ATTNCONV_DOWNLOAD_MIN_RATE" in err
+    assert " hours " in err or " days " in err, err
+    assert not any((tmp_path / "cache").iterdir())
+
+
+def test_progress_by_default_only_where_someone_watches_and_short_in_a_log(env, mirror, tmp_path, capsys, monkeypatch):
+    _allow(env, **mirror)
+    download.prepare_data("cifar10")  # stderr is captured here: not a terminal, nobody watches
+    assert capsys.readouterr().err == ""
+    (tmp_path / "cache" / "cifar-10-python.tar.gz").unlink()
+    download.prepare_data("cifar10", progress=True)  # asked for, into a file: one short line, no carriage returns
+    err = capsys.readouterr().err
+    assert "\r" not in err and err.count("\n") == 1 and err.startswith("CIFAR-10: "), repr(err)
+    (tmp_path / "cache" / "cifar-10-python.tar.gz").unlink()
+    monkeypatch.setattr(download, "_interactive", lambda: True)  # a terminal or a notebook: the bar by default
+    download.prepare_data("cifar10")
+    err = capsys.readouterr().err
+    assert "CIFAR-10" in err and "\r" in err, repr(err)
 
 
 # 2. Addresses: http(s) and file:///absolute/path; anything else is named before anything is fetched.

@@ -315,7 +315,7 @@ def _find(cache: Path, download: bool, md5: str | None, progress: bool = False) 
     return _download(cache, md5, where, progress)
 
 
-def _download(cache: Path, md5: str | None, where: str, progress: bool = False) -> _Copy:
+def _download(cache: Path, md5: str | None, where: str, progress: bool | None = False) -> _Copy:
     """Fetch the official archive (or the mirror's); it lands in ``cache`` only once its hash has been checked."""
     url = cifar10_url()
     cache = ensure_cache_folder(cache)
@@ -327,7 +327,7 @@ def _download(cache: Path, md5: str | None, where: str, progress: bool = False) 
     return _Copy("official-archive", (fetched,), f"the official archive {fetched} (downloaded)")
 
 
-def download_official(cache_dir: str | os.PathLike | None = None, *, progress: bool = False) -> str:
+def download_official(cache_dir: str | os.PathLike | None = None, *, progress: bool | None = None) -> str:
     """Fetch the official archive (or ``$ATTNCONV_CIFAR10_URL``'s) into the cache unless a copy is there; md5-checked.
 
     Returns the archive's path as a reader may see it. Raises like :func:`load_cifar10`'s download, and

@@ -16,20 +16,27 @@ An address is ``http://``, ``https://`` or ``file:///absolute/path`` (a local mi
 naming the setting, before anything is fetched, and so is an md5 that is not 32 hexadecimal digits.
 
 A download never hangs: it gives up when no byte has arrived for ``ATTNCONV_DOWNLOAD_TIMEOUT`` seconds (default
-60), and when the average rate over a window (30 s, or the timeout when that is shorter) falls below
-``ATTNCONV_DOWNLOAD_MIN_RATE`` bytes per second (default 1024; at 1 KiB/s the CIFAR-10 archive would take two
-days; 0 turns the floor off). The file is written under a temporary name next to its destination and renamed
+60), when the server's answer (its status line and headers) is not complete within that time, and when the
+average rate over a window (30 s, or the timeout when that is shorter) falls below ``ATTNCONV_DOWNLOAD_MIN_RATE``
+bytes per second (default 1024; at 1 KiB/s the CIFAR-10 archive would take two days; 0 turns the floor off). Above
+the floor, a rate at which the rest of the file would take more than an hour is said once on stderr, with the
+time it would take. Progress goes to stderr: a bar in a terminal or a notebook, a short line every 30 s when
+``progress=True`` and stderr is a file or a pipe, nothing otherwise (``progress=False``, or the default where
+nobody watches). The file is written under a temporary name next to its destination and renamed
 only once its md5 has been checked, so a failed or interrupted download leaves nothing behind.
 """
 
 from __future__ import annotations
 
 import hashlib
+import http.client
 import math
 import os
+import socket
 import string
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -48,6 +55,8 @@ MIN_RATE_ENV_VAR = "ATTNCONV_DOWNLOAD_MIN_RATE"
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MIN_RATE = 1024.0  # bytes per second
 RATE_WINDOW_S = 30.0
+SLOW_NOTE_S = 3600.0  # a download whose rest would take longer than this is said to, once
+LINE_EVERY_S = 30.0  # progress lines when stderr is not a terminal
 _CHUNK = 1 << 16
 
 
@@ -231,25 +240,153 @@ def _reason(err: BaseException, timeout: float) -> str:
     return str(cause) if isinstance(cause, str) else f"{type(cause).__name__}: {cause}"
 
 
-def _opener() -> urllib.request.OpenerDirector:
+def _watched(base: type, sockets: list) -> type:
+    """``base`` (an ``http.client`` connection class) that appends each socket it opens to ``sockets``."""
+
+    class Watched(base):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+
+            def create_connection(*a, **k):
+                sock = socket.create_connection(*a, **k)
+                sockets.append(sock)
+                return sock
+
+            self._create_connection = create_connection
+
+    return Watched
+
+
+class _WatchedHTTP(urllib.request.HTTPHandler):
+    def __init__(self, sockets: list) -> None:
+        super().__init__()
+        self._sockets = sockets
+
+    def http_open(self, req):
+        return self.do_open(_watched(http.client.HTTPConnection, self._sockets), req)
+
+
+class _WatchedHTTPS(urllib.request.HTTPSHandler):
+    def __init__(self, context, sockets: list) -> None:
+        super().__init__(context=context)
+        self._sockets = sockets
+
+    def https_open(self, req):
+        return self.do_open(_watched(http.client.HTTPSConnection, self._sockets), req, context=self._context)
+
+
+def _opener(sockets: list | None = None) -> urllib.request.OpenerDirector:
     """urllib's opener (proxies from the environment, redirects, ``file:``), with certifi's certificates when
-    they are installed (as requests uses them)."""
+    they are installed (as requests uses them); the sockets it opens are appended to ``sockets``."""
     import ssl
     try:
         import certifi
         context = ssl.create_default_context(cafile=certifi.where())
     except ImportError:  # pragma: no cover - certifi comes with requests
         context = ssl.create_default_context()
-    return urllib.request.build_opener(urllib.request.HTTPSHandler(context=context))
+    sockets = [] if sockets is None else sockets
+    return urllib.request.build_opener(_WatchedHTTP(sockets), _WatchedHTTPS(context, sockets))
 
 
-def fetch_checked(url: str, dest: str | os.PathLike, md5: str | None, *, progress: bool = False,
+def _open_within(request: urllib.request.Request, timeout: float):
+    """``urlopen(request)``, given up when the answer's status line and headers are not complete within
+    ``timeout`` seconds (a server may trickle them, each byte in time for the socket's own timeout): the sockets
+    are shut, and the error says so."""
+    sockets: list = []
+    lock, state = threading.Lock(), {"done": False, "expired": False}
+
+    def expire() -> None:
+        with lock:
+            if state["done"]:
+                return
+            state["expired"] = True
+            for sock in sockets:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    timer = threading.Timer(timeout, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        response = _opener(sockets).open(request, timeout=timeout)
+    except Exception as err:
+        if state["expired"]:
+            raise _HeadersTooSlow(timeout) from err
+        raise
+    finally:
+        timer.cancel()
+        with lock:
+            state["done"] = True
+    if state["expired"]:  # expired between the answer and the lock: its socket is shut
+        response.close()
+        raise _HeadersTooSlow(timeout)
+    return response
+
+
+class _HeadersTooSlow(Exception):
+    def __init__(self, timeout: float) -> None:
+        super().__init__(f"the server's answer was not complete within {timeout:g} s (its headers trickled in); "
+                         f"set {TIMEOUT_ENV_VAR} to wait longer")
+
+
+def _interactive() -> bool:
+    """True when someone watches stderr: a terminal, or a Jupyter kernel (Colab included)."""
+    try:
+        if sys.stderr.isatty():
+            return True
+    except (AttributeError, ValueError):  # no stderr, or a closed one
+        return False
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    return getattr(shell, "kernel", None) is not None or in_colab()
+
+
+class _Lines:
+    """Progress as a short line on stderr every ``LINE_EVERY_S`` seconds, for a log file or a pipe."""
+
+    def __init__(self, name: str, total: int | None) -> None:
+        self.name, self.total, self.done = name, total, 0
+        self.start = self.last = time.monotonic()
+
+    def update(self, n: int) -> None:
+        self.done += n
+        now = time.monotonic()
+        if now - self.last >= LINE_EVERY_S:
+            self.last = now
+            of = f" of {_size(self.total)} ({100 * self.done / self.total:.0f}%)" if self.total else ""
+            print(f"{self.name}: {_size(self.done)}{of}, {_size(self.done / (now - self.start))}/s",
+                  file=sys.stderr, flush=True)
+
+    def __enter__(self) -> "_Lines":
+        return self
+
+    def __exit__(self, kind, *_) -> None:
+        if kind is None and self.done == (self.total or self.done):  # complete: a short read is an error
+            print(f"{self.name}: {_size(self.done)} in {_duration(time.monotonic() - self.start)}",
+                  file=sys.stderr, flush=True)
+
+
+def _progress(progress: bool | None, name: str, total: int | None):
+    """A bar (tqdm) where someone watches, lines into a file or pipe when asked for, else nothing."""
+    from tqdm.auto import tqdm
+
+    watched = _interactive()
+    if progress is True and not watched:
+        return _Lines(name, total)
+    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=name, file=sys.stderr,
+                disable=not (watched if progress is None else progress))
+
+
+def fetch_checked(url: str, dest: str | os.PathLike, md5: str | None, *, progress: bool | None = None,
                   setting: str = "url", label: str | None = None) -> Path:
     """Download ``url`` to ``dest`` unless a copy with the md5 ``md5`` is there (any copy when ``md5`` is None).
 
     The bytes go to a temporary file next to ``dest``, renamed to ``dest`` once the md5 matches; any failure
-    removes it. The limits of :func:`download_limits` apply; ``progress`` shows a tqdm bar. ``label`` names the
-    file in messages (default: ``dest``'s name).
+    removes it. The limits of :func:`download_limits` apply. ``progress``: True shows a bar (short lines every
+    30 s when stderr is a file or a pipe), False nothing, None (the default) a bar in a terminal or a notebook only.
+    ``label`` names the file in messages (default: ``dest``'s name).
 
     Raises:
         ValueError: ``url`` or ``md5`` has the wrong form (the message names ``setting`` or ``md5``), or a limit.
@@ -292,14 +429,14 @@ def _file_md5(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _stream(url: str, out, name: str, timeout: float, min_rate: float, progress: bool) -> str:
+def _stream(url: str, out, name: str, timeout: float, min_rate: float, progress: bool | None) -> str:
     """Copy ``url`` into the open file ``out`` within the limits; returns the md5 of what was written."""
-    from tqdm.auto import tqdm
-
     failed = f"could not download {name} from {url}"
     request = urllib.request.Request(url, headers={"User-Agent": "attnconv (python urllib)"})
     try:
-        response = _opener().open(request, timeout=timeout)
+        response = _open_within(request, timeout)
+    except _HeadersTooSlow as err:
+        raise FileNotFoundError(f"{failed}: {err}") from err
     except Exception as err:  # offline, refused, an HTTP error, a missing file: address or server at fault
         raise FileNotFoundError(f"{failed} ({_reason(err, timeout)})") from err
     digest = hashlib.md5()
@@ -310,8 +447,8 @@ def _stream(url: str, out, name: str, timeout: float, min_rate: float, progress:
         read = getattr(response, "read1", response.read)  # what has arrived, not a full chunk: the rate is seen
         done = 0
         start, start_done = time.monotonic(), 0
-        with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=name, disable=not progress,
-                  file=sys.stderr) as bar:
+        noted = False
+        with _progress(progress, name, total) as bar:
             while True:
                 try:
                     chunk = read(_CHUNK)
@@ -332,22 +469,30 @@ def _stream(url: str, out, name: str, timeout: float, min_rate: float, progress:
                 if elapsed >= window:
                     rate = (done - start_done) / elapsed
                     if rate < min_rate:
-                        left = (f"the remaining {_size(total - done)} would take {_duration((total - done) / rate)}"
-                                if total and rate > 0 else "the download would take hours")
+                        per_byte = 1 / max(rate, 1e-9)
+                        left = (f"the remaining {_size(total - done)} would take {_duration((total - done) * per_byte)}"
+                                if total else f"each MiB would take {_duration((1 << 20) * per_byte)}")
                         raise FileNotFoundError(
                             f"{failed}: {_size(rate)}/s over the last {elapsed:.0f} s, below the floor of "
                             f"{_size(min_rate)}/s ({MIN_RATE_ENV_VAR}); at that rate {left}; try again later or "
                             f"another mirror")
+                    if not noted and total and (total - done) / rate > SLOW_NOTE_S:
+                        noted = True
+                        print(f"{name}: {_size(rate)}/s from {url}; at that rate the remaining "
+                              f"{_size(total - done)} would take {_duration((total - done) / rate)} (interrupt to "
+                              f"stop; {MIN_RATE_ENV_VAR} sets the rate below which a download gives up)",
+                              file=sys.stderr, flush=True)
                     start, start_done = time.monotonic(), done
     if total is not None and done != total:
         raise FileNotFoundError(f"{failed}: the connection closed after {_size(done)} of {_size(total)}")
     return digest.hexdigest()
 
 
-def prepare_data(*what: str, progress: bool = False, corpora: tuple[str, ...] | None = None) -> str:
+def prepare_data(*what: str, progress: bool | None = None, corpora: tuple[str, ...] | None = None) -> str:
     """Fetch ``what`` (``"cifar10"``, ``"nltk"``; default both) into the cache when the reader allows downloads.
 
     ``corpora`` names the NLTK zips that ``"nltk"`` fetches (default: all of them); chapter 5 needs ``("brown",)``.
+    ``progress`` as in :func:`fetch_checked`: by default a bar in a notebook (Colab) or a terminal, else nothing.
 
     The chapters call this once; without permission (the book build, the tests) it fetches nothing and the
     chapters read whatever local copy there is, or fall back to stand-in data. A copy already in the cache with the

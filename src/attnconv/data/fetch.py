@@ -36,7 +36,7 @@ def checksum_key() -> str:
     return hashlib.sha256("\n".join(sums).encode()).hexdigest()[:20]
 
 
-def fetch_all(dest: str | os.PathLike, *, progress: bool = False) -> Path:
+def fetch_all(dest: str | os.PathLike, *, progress: bool | None = None) -> Path:
     """Download CIFAR-10's official archive and every NLTK zip into ``dest``, skipping good copies.
 
     Returns:

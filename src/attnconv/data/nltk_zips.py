@@ -48,14 +48,14 @@ def cached_corpora_dir() -> Path:
 
 
 def download_corpora(names: tuple[str, ...] | list[str] | None = None, dest: str | os.PathLike | None = None,
-                     *, url: str | None = None, progress: bool = False) -> Path:
+                     *, url: str | None = None, progress: bool | None = None) -> Path:
     """Fetch the NLTK zips ``names`` (default: all of :data:`NLTK_ZIPS`) into ``dest``, skipping good copies.
 
     Args:
         names: keys of :data:`NLTK_ZIPS`.
         dest: the folder (default :func:`cached_corpora_dir`); created if missing.
         url: a template with ``{name}`` (for a mirror); default ``$ATTNCONV_NLTK_URL``, else NLTK's address.
-        progress: show a download bar.
+        progress: a download bar (default: in a terminal or a notebook only; see ``fetch_checked``).
 
     Returns:
         The folder, ready to pass as ``root`` (or found by default when it is the cache folder).
