@@ -88,7 +88,8 @@ SEQUENCE_CLAIMS: tuple[Claim, ...] = (
            ("both: the column table and the reflected index", partial(seq.fixed_bias_is_lightweight_conv,
                                                                      table="column", kernel_index="reflected")))),
     Claim("sequence-conventions", "the proofs read the offset δ = j - i, the tap clip(δ), the window, the key "
-          "frame and the causal mask as the library does", "thm-fixed-bias", conventions_match_library,
+          "frame, chunks of rows and the causal mask of every relative term as the library does, and its band read "
+          "back from the logits (checked for N ≤ 6, k ≤ 3)", "thm-fixed-bias", conventions_match_library,
           (("a flipped clip, clip(-δ)", partial(conventions_match_library, clip=_flipped_clip)),
            ("the offset i - j (query minus key)", partial(conventions_match_library, offset=_query_minus_key)),
            ("a clip one tap too wide", partial(conventions_match_library, clip=_wide_clip)),
@@ -99,7 +100,9 @@ SEQUENCE_CLAIMS: tuple[Claim, ...] = (
            ("a causal head that does not read its own key", partial(conventions_match_library,
                                                                      causal=_causal_without_self))),
           f"{CH05}#thm-fixed-bias",
-          ("tests/test_proofs_sequence.py::test_sequence_conventions_are_the_library_band",)),
+          ("tests/test_proofs_sequence.py::test_sequence_conventions_are_the_library_band",
+           "tests/test_proof_ties.py::test_a_mutant_of_the_band_fails_a_ledger_claim",
+           "tests/test_proof_ties.py::test_a_mutant_of_the_causal_mask_fails_the_conventions_claim")),
     Claim("boundary", "at the edges attention is the renormalised (not zero-padded) lightweight convolution",
           "thm-fixed-bias", seq.boundary_renormalisation,
           (("the zero-padded convolution", partial(seq.boundary_renormalisation, renormalize=False)),

@@ -96,7 +96,15 @@ class RelativeLogits1d(PositionalLogits):
 
         ``index`` is an optional precomputed :func:`relative_index` for this band's k and these rows.
         """
-        return band_to_logits(band, n, self.window, self.frame, rows, index)
+        logits = band_to_logits(band, n, self.window, self.frame, rows, index)
+        if self.causal and not self.window and band.shape[-1] == 1:
+            # k = 0: the band has no column for δ > 0 that mask_future could mask, and clipping would give the
+            # future keys the column of δ = 0
+            span = range(n) if rows is None else range(n)[rows]
+            offsets = torch.arange(n, device=band.device)[None, :] - torch.arange(span.start, span.stop,
+                                                                                   device=band.device)[:, None]
+            logits = logits.masked_fill(offsets > 0, float("-inf"))
+        return logits
 
     def forward(self, grid: tuple[int, ...], queries: Tensor | None, keys: Tensor | None) -> Tensor:
         n = self.sequence_length(grid)

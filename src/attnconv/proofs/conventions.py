@@ -49,6 +49,9 @@ def attention_row(logit, x: sp.IndexedBase, j: sp.Symbol, lo: sp.Expr, hi: sp.Ex
     return sp.Sum(sp.exp(logit(j)) * x[j], (j, lo, hi)) / sp.Sum(sp.exp(logit(j)), (j, lo, hi))
 
 
+_PAIR_CHECKS = 11  # the checks of one (query, key) pair in conventions_match_library
+
+
 def conventions_match_library(clip=clip_offset, offset=relative_offset, window=window_keys, token=kernel_token,
                               causal=causal_keys, max_length: int = 6, max_distance: int = 3):
     """The proofs' conventions against the library, on every (query, key) pair of every N ≤ ``max_length`` and
@@ -59,16 +62,40 @@ def conventions_match_library(clip=clip_offset, offset=relative_offset, window=w
     - the window: with ``window=True`` the logit is finite exactly on the keys ``window(i, k, N)``;
     - the key frame: ``band_to_logits(..., frame="key")`` reads row ``token(i, δ)`` (the key), and
       ``key_to_query_frame`` puts that row's tap t at (i, t);
-    - the causal mask: ``RelativePositionBias(causal=True, window=True)`` is finite exactly on ``causal(i, k)``.
+    - the causal mask: ``RelativePositionBias(causal=True, window=True)`` is finite exactly on ``causal(i, k)``, and
+      so are the query-dependent term (query frame) and the key-dependent term (key frame) with ``window=True``;
+      without the window the key-dependent term is finite exactly on the keys up to the last of ``causal(i, k)``
+      (the mask of these two terms is ``mask_future`` alone);
+    - reading logits back: ``logits_to_band`` puts the logit of (i, j) at the tap of ``offset(i, j)`` of row i, and
+      NaN on the taps whose key is outside the sequence.
 
     ``clip``, ``offset``, ``window``, ``token`` and ``causal`` replace the proofs' functions (each wrong one is a
     false variant). The residual counts the mismatches; scope ``instance``: the sizes checked.
     """
+    import math
+
     import torch
 
-    from ..positional.band import band_to_logits, key_to_query_frame, relative_index
-    from ..positional.sequence import RelativePositionBias
+    from ..positional.band import band_to_logits, key_to_query_frame, logits_to_band, relative_index
+    from ..positional.sequence import KeyRelativeLogits, QueryRelativeLogits, RelativePositionBias
     from .result import ProofResult
+
+    def dynamic_terms(n: int, k: int) -> tuple[list, list, list]:
+        # q_i = (2i, 2, 0, 0) and a_t = (2k+1, t, 0, 0) give q_i·a_t/√4 = i(2k+1) + t, the table's entry (i, t),
+        # exactly in float64; the same vectors as keys give the key frame's band. Causal, windowed or clipped.
+        width, rows = 2 * k + 1, torch.arange(n, dtype=torch.float64)
+        vectors = torch.stack([2 * rows, torch.full_like(rows, 2.0), 0 * rows, 0 * rows], -1)[None, None]
+        embedding = torch.stack([torch.full((width,), float(width), dtype=torch.float64),
+                                 torch.arange(width, dtype=torch.float64), torch.zeros(width, dtype=torch.float64),
+                                 torch.zeros(width, dtype=torch.float64)], -1)
+        out = []
+        for term in (QueryRelativeLogits(1, 4, k, window=True, causal=True),
+                     KeyRelativeLogits(1, 4, k, window=True, causal=True), KeyRelativeLogits(1, 4, k, causal=True)):
+            term = term.double()
+            with torch.no_grad():
+                term.embedding.copy_(embedding)
+                out.append(term((n,), vectors, vectors)[0, 0].tolist())
+        return out
 
     def inside(bounds, j):
         lo, hi = bounds
@@ -90,6 +117,8 @@ def conventions_match_library(clip=clip_offset, offset=relative_offset, window=w
             with torch.no_grad():
                 bias.weight.copy_(torch.arange(2 * k + 1, dtype=torch.float64)[None])
             masked = bias((n,), None, None)[0].tolist()
+            query_causal, key_causal, key_causal_clipped = dynamic_terms(n, k)
+            read_back = logits_to_band(torch.tensor(query)).tolist()  # (N, 2N - 1): row i, tap t ↦ offset t - (N-1)
             size, width = sp.Integer(n), sp.Integer(k)
             for i in range(n):
                 for j in range(n):
@@ -97,11 +126,13 @@ def conventions_match_library(clip=clip_offset, offset=relative_offset, window=w
                     tap = int(clip(delta, width)) + k
                     row = int(token(sp.Integer(i), delta))
                     if not 0 <= tap <= 2 * k:  # a tap the band does not have: every check of the pair fails
-                        mismatches += 7
+                        mismatches += _PAIR_CHECKS
                         continue
                     expected_key = table[row][tap] if 0 <= row < n else None
                     in_window = inside(window(sp.Integer(i), width, size), j)
                     in_causal = inside(causal(sp.Integer(i), width), j)
+                    past = j <= int(causal(sp.Integer(i), width)[1])
+                    spread = int(delta) + n - 1  # the tap of δ in logits_to_band's (N, 2N - 1) rows
                     checks = [
                         index[i][j] == tap,
                         query[i][j] == table[i][tap],
@@ -110,16 +141,25 @@ def conventions_match_library(clip=clip_offset, offset=relative_offset, window=w
                         keyed[i][j] == expected_key,
                         keyed_window[i][j] == (expected_key if in_window else float("-inf")),
                         masked[i][j] == (float(tap) if in_causal else float("-inf")),
+                        query_causal[i][j] == (table[i][tap] if in_causal else float("-inf")),
+                        key_causal[i][j] == (expected_key if in_causal else float("-inf")),
+                        key_causal_clipped[i][j] == (expected_key if past else float("-inf")),
+                        0 <= spread <= 2 * n - 2 and read_back[i][spread] == query[i][j],
                     ]
                     mismatches += checks.count(False)
                 for t in range(2 * k + 1):
                     row = int(token(sp.Integer(i), offset(sp.Integer(i), sp.Integer(i + t - k))))
                     mismatches += reindexed[i][t] != (table[row][t] if 0 <= row < n else float("-inf"))
+                # a tap of logits_to_band whose key is outside the sequence is NaN: n taps of 2n - 1 are keys
+                keys_read = {int(offset(sp.Integer(i), sp.Integer(j))) + n - 1 for j in range(n)}
+                mismatches += sum(1 for t in range(2 * n - 1)
+                                  if t not in keys_read and not math.isnan(read_back[i][t]))
     return ProofResult("the proofs' offset, clip, window, frames and causal mask are the library's",
                        "clip(j - i, k) + k = relative_index(N, k)[i, j]; band_to_logits reads that column of row i "
                        "(query frame, also by chunks of rows) or of row j = token(i, j - i) (key frame), -inf "
                        "outside window_keys with window=True; key_to_query_frame reads row token(i, t - k); the "
-                       "causal bias is finite on causal_keys only: for every pair", sp.Integer(mismatches),
+                       "causal bias, query and key terms are finite on causal_keys only; logits_to_band reads (i, j) "
+                       "back at the tap of j - i: for every pair", sp.Integer(mismatches),
                        scope="instance", instance=f"N ≤ {max_length}, k ≤ {max_distance}, every (i, j)")
 
 
