@@ -87,6 +87,10 @@
     // Code listings keep their lines and scroll; the same edge shadow says that a line goes on.
     document.querySelectorAll("div.highlight > pre").forEach(markOverflow);
     document.querySelectorAll("div.figure-scroll").forEach(markOverflow);
+    // So does chapter 05's attention matrix, in a column narrower than the matrix and its tokens (book.css).
+    document.querySelectorAll(".attnconv-explorable .ax-panel").forEach((panel) => {
+      if (panel.querySelector("canvas.ax-matrix")) markOverflow(panel);
+    });
     // So do tables wider than their column (the theme's wrapper, and the one attnconv.display writes).
     document.querySelectorAll("div.pst-scrollable-table-container, div.attnconv-table-wrap").forEach(markOverflow);
   }

@@ -5,6 +5,7 @@
 - at 400 and 1400 px, nothing of an explorable or viewer extends beyond its box, as loaded and after each of its
   buttons is pressed (chapter 05's k = 4 among them);
 - at 400 px, the "Back to top" button never covers an explorable or viewer, whatever the scroll position;
+- at 320 px, chapter 05's attention matrix scrolls in its own box, with its cue, and the page does not;
 - the unfold button counts the folded checks in good English;
 - a visit answers no 404 at the server (the browser's own ``/favicon.ico`` included) and logs no console error;
 - once the page has settled (MathJax draws lazily, book.js the rest in the background), every formula of every
@@ -40,6 +41,27 @@ def test_only_dragged_elements_block_scrolling_on_a_phone(visits, chapter):
 def test_explorables_stay_inside_their_box(visits, chapter, width):
     problems = _visit(visits, chapter, width).site["explorable_fit"]
     assert not problems, f"{chapter} at {width}px: {problems}"
+
+
+@pytest.mark.book
+def test_chapter_05_matrix_fits_a_320_px_phone(browser, site):
+    from .site_checks import EXPLORABLE_FIT_JS
+    from .test_site_checks import MATRIX_PANEL_JS
+    from .visit import _settle
+
+    [chapter] = [c for c in CHAPTERS if c.startswith("05_")]
+    context = browser.new_context(viewport={"width": 320, "height": 700}, has_touch=True, is_mobile=True)
+    context.set_default_navigation_timeout(180_000)
+    try:
+        page = context.new_page()
+        page.goto(f"{site}/notebooks/{chapter}.html", wait_until="load")
+        _settle(page, site)
+        found, problems = page.evaluate(MATRIX_PANEL_JS), page.evaluate(EXPLORABLE_FIT_JS)
+    finally:
+        context.close()
+    assert found["page"] <= 320 and found["past"] <= 0, f"the page scrolls sideways at 320 px: {found}"
+    assert found["scrolls"] and "math-scrolls" in found["cls"], f"the matrix's box has no scroll cue: {found}"
+    assert not problems, problems
 
 
 @pytest.mark.book

@@ -132,6 +132,41 @@ def test_bias_explorable_bars_fit_the_column_for_every_k(browser, column, width)
         context.close()
 
 
+COLUMN_320 = 272  # the article's width in a 320 px window, the narrowest phone the book is read on
+
+# Chapter 05's attention matrix (13 px a token, beside the tokens) is wider than a 320 px phone's column: its panel
+# ran 38 px past the column and the whole page scrolled sideways. With book.css it scrolls in its own box, and
+# book.js gives that box the edge shadow and the dashed rule of a wide equation.
+MATRIX_PANEL_JS = r"""() => { const c = document.querySelector('canvas.ax-matrix'); const p = c.closest('.ax-panel');
+  return {page: document.documentElement.scrollWidth, scrolls: p.scrollWidth > p.clientWidth + 1,
+          cls: p.className, past: Math.round(p.getBoundingClientRect().right
+                                             - p.closest('article').getBoundingClientRect().right)}; }"""
+
+
+@pytest.mark.parametrize("with_book", [False, True])
+def test_bias_explorable_matrix_fits_a_320_px_phone(browser, with_book):
+    from attnconv.explorables.bias_kernel import bias_explorable
+
+    head = f"<style>{(STATIC / 'book.css').read_text()}</style>" if with_book else ""
+    context, page, errors = _open(browser, _explorables(bias_explorable(), column=COLUMN_320, head=head), 320,
+                                  touch=True)
+    try:
+        if with_book:
+            page.add_script_tag(content=(STATIC / "book.js").read_text())
+            page.wait_for_timeout(100)
+        found, problems = page.evaluate(MATRIX_PANEL_JS), page.evaluate(EXPLORABLE_FIT_JS)
+        if with_book:
+            assert found["page"] <= 320 and found["past"] <= 0, found
+            assert found["scrolls"] and "math-scrolls" in found["cls"] and "math-more-right" in found["cls"], found
+            assert not problems, problems
+        else:
+            assert found["page"] > 320 and found["past"] > 0, found
+            assert any("past its box" in p for p in problems), problems
+        assert not errors, errors
+    finally:
+        context.close()
+
+
 # ---- the Back to top button ----
 
 # The theme's button as pydata-sphinx-theme styles and shows it: fixed at 90% of the window's height, centred,
