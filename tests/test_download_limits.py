@@ -214,7 +214,9 @@ def test_progress_by_default_only_where_someone_watches_and_short_in_a_log(env, 
 # 2. Addresses: http(s) and file:///absolute/path; anything else is named before anything is fetched.
 
 @pytest.mark.parametrize("value", ["127.0.0.1:8000/c.tar.gz", "ftp://example.org/c.tar.gz",
-                                   "file://relative/c.tar.gz", "http:///c.tar.gz"])
+                                   "file://relative/c.tar.gz", "http:///c.tar.gz", "http://[::1/c.tar.gz",
+                                   "https://example.org:port/c.tar.gz", "https://example.org:99999/c.tar.gz",
+                                   "http://example.org/my data/c.tar.gz", "http://example.org/\n/c.tar.gz"])
 def test_an_address_without_a_usable_scheme_is_named(env, mirror, tmp_path, value):
     _allow(env, **mirror)
     env.setenv("ATTNCONV_CIFAR10_URL", value)

@@ -91,16 +91,23 @@ def check_url(url: str, setting: str = "url") -> str:
     """``url`` when it is ``http://host/...``, ``https://host/...`` or ``file:///absolute/path``.
 
     Raises:
-        ValueError: anything else (no scheme, another scheme, no host, a relative file path); the message names
-            ``setting``.
+        ValueError: anything else (no scheme, another scheme, no host, a port that is not a number, a relative
+            file path, a space or a control character); the message names ``setting``.
     """
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme in ("http", "https") and parts.netloc:
+    expected = (f"{setting} must be an http://, https:// or file:///absolute/path address "
+                f"(e.g. https://example.org/data/...), got {url!r}")
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        raise ValueError(f"{expected}: it holds a space or a control character (write a space as %20)")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # a port that is not a number, or out of range, raises here rather than at the first request
+    except ValueError as err:  # "Invalid IPv6 URL", "Port could not be cast to integer value", ...
+        raise ValueError(f"{expected} ({err})") from None
+    if parts.scheme in ("http", "https") and parts.hostname:
         return url
     if parts.scheme == "file" and parts.netloc in ("", "localhost") and parts.path.startswith("/"):
         return url
-    raise ValueError(f"{setting} must be an http://, https:// or file:///absolute/path address "
-                     f"(e.g. https://example.org/data/...), got {url!r}")
+    raise ValueError(expected)
 
 
 def mirror_in_use() -> bool:
