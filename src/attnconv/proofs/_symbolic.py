@@ -107,10 +107,10 @@ def _from_lower_bound(expr: sp.Expr, reflect: bool) -> sp.Expr:
             return sp.Sum(s.function.subs(v, hi - dummy), (dummy, 0, sp.oo))
         body = sp.expand(s.function.subs(v, lo + dummy))
         top = minmax_normal(sp.expand(hi - lo))
-        if reflect and top is not sp.S.Infinity:
-            mirrored = sp.expand(body.subs(dummy, top - dummy))
-            body = min(body, mirrored, key=sp.default_sort_key)
-        return sp.Sum(body, (dummy, 0, top))
+        if reflect and top is not sp.S.Infinity:  # m → (hi - lo) - m, before the bounds' Max/Min are merged
+            mirrored = minmax_normal(sp.expand(s.function.subs(v, hi - dummy)))
+            body = min(minmax_normal(body), mirrored, key=sp.default_sort_key)
+        return sp.Sum(minmax_normal(body), (dummy, 0, top))
 
     return expr.replace(lambda e: isinstance(e, sp.Sum), rule)
 

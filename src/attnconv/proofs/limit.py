@@ -23,7 +23,7 @@ from typing import Sequence
 
 import sympy as sp
 
-from ._symbolic import alpha, hard_limits
+from ._symbolic import alpha, exact, hard_limits
 from .result import ProofResult, combine, verify_equal
 
 __all__ = ["AxisLimit", "axis_limit", "encoding_logit", "gap_lemma", "nonnegative", "positive", "decide_conditions",
@@ -75,25 +75,66 @@ def _opaque_parts(expr: sp.Expr) -> list[sp.Expr]:
 
 
 def _replacements(part: sp.Expr) -> list[sp.Expr]:
-    """What is known of one opaque part, each an expression that equals it at some value of new symbols ≥ 0:
-    Max(a, b, ...) = a + s (or b + s, ...), Min(a, b, ...) = a - s, and a part SymPy knows to be nonnegative
-    (e^x, abs(x), sqrt(x)) is a new symbol t ≥ 0."""
-    options = []
+    """What is known of one opaque part, each an expression that equals it at some value of new symbols ≥ 0
+    (a lower bound a + s or an upper bound b - s):
+
+    - Max(a, b, ...) = a + s (or b + s, ...), Min(a, b, ...) = a - s;
+    - sin x and cos x lie in [-1, 1]; floor(x) in (x - 1, x], ceiling(x) in [x, x + 1); Mod(a, q) in [0, q) for a
+      positive number q (in [0, q - 1] for integers); e^x ≤ 1 where x ≤ 0 is proved;
+    - a part SymPy knows to be nonnegative (e^x, abs(x), sqrt(x)) is a new symbol t ≥ 0."""
+    def s():
+        return sp.Dummy("s", nonnegative=True)
+
+    options: list[sp.Expr] = []
     if isinstance(part, sp.Max):
-        options += [arg + sp.Dummy("s", nonnegative=True) for arg in part.args]
+        options += [arg + s() for arg in part.args]
     elif isinstance(part, sp.Min):
-        options += [arg - sp.Dummy("s", nonnegative=True) for arg in part.args]
+        options += [arg - s() for arg in part.args]
+    elif isinstance(part, (sp.sin, sp.cos)) and part.args[0].is_real:
+        options += [-1 + s(), 1 - s()]
+    elif isinstance(part, sp.floor) and part.args[0].is_real:
+        options += [part.args[0] - 1 + s(), part.args[0] - s()]
+    elif isinstance(part, sp.ceiling) and part.args[0].is_real:
+        options += [part.args[0] + s(), part.args[0] + 1 - s()]
+    elif isinstance(part, sp.Mod) and part.args[1].is_number and part.args[1].is_positive and part.args[0].is_real:
+        top = part.args[1] - 1 if part.args[0].is_integer and part.args[1].is_integer else part.args[1]
+        options += [s(), top - s()]
+    elif isinstance(part, sp.exp) and part.args[0].is_real and _decide_sign(-part.args[0], strict=False):
+        options.append(1 - s())
     if part.is_nonnegative is True:
         options.append(sp.Dummy("t", nonnegative=True))
     return options
+
+
+def _cases(part: sp.Expr) -> list[sp.Expr] | None:
+    """Finitely many expressions of which one opaque part is always one (a case split), or None.
+
+    Max and Min are one of their arguments, abs(x) is x or -x, a Piecewise that always has a value is one of its
+    pieces, sign(x) is -1, 0 or 1, Heaviside(x) is 0, its value at 0 or 1, a Kronecker delta 0 or 1, and Mod(a, q)
+    of an integer a and a positive integer q ≤ 12 is one of 0 .. q - 1."""
+    if isinstance(part, (sp.Max, sp.Min)):
+        return list(part.args)
+    if isinstance(part, sp.Abs) and part.args[0].is_real:
+        return [part.args[0], -part.args[0]]
+    if isinstance(part, sp.Piecewise) and part.args[-1].cond == sp.true:
+        return [piece.expr for piece in part.args]
+    if isinstance(part, sp.sign) and part.args[0].is_real:
+        return [sp.Integer(-1), sp.Integer(0), sp.Integer(1)]
+    if isinstance(part, sp.Heaviside) and part.args[0].is_real:
+        return [sp.Integer(0), sp.Integer(1)] + ([part.args[1]] if len(part.args) > 1 else [sp.Rational(1, 2)])
+    if isinstance(part, sp.KroneckerDelta):
+        return [sp.Integer(0), sp.Integer(1)]
+    if isinstance(part, sp.Mod) and part.args[0].is_integer and part.args[1].is_Integer and 0 < part.args[1] <= 12:
+        return [sp.Integer(r) for r in range(int(part.args[1]))]
+    return None
 
 
 def _decide_forms(expr: sp.Expr, strict: bool, budget: list[int]) -> bool:
     """``expr`` ≥ 0 (> 0 when ``strict``) by the polynomial test, after replacing its opaque parts one at a time.
 
     For the first opaque part p, either one replacement of :func:`_replacements` proves it (each is p itself at
-    some value of its new symbol), or, for p = Max(a, b, ...) or Min(a, b, ...), every case p = a, p = b, ... does
-    (p is one of its arguments). Both are sound; ``budget`` bounds the search."""
+    some value of its new symbol), or every case of :func:`_cases` does (p = Max(a, b, ...) is a or b, a Piecewise
+    one of its pieces, ...). Both are sound; ``budget`` bounds the search."""
     if budget[0] <= 0:
         return False
     budget[0] -= 1
@@ -107,8 +148,9 @@ def _decide_forms(expr: sp.Expr, strict: bool, budget: list[int]) -> bool:
     for option in _replacements(part):
         if _decide_forms(expr.xreplace({part: option}), strict, budget):
             return True
-    if isinstance(part, (sp.Max, sp.Min)):
-        return all(_decide_forms(expr.xreplace({part: arg}), strict, budget) for arg in part.args)
+    cases = _cases(part)
+    if cases is not None:
+        return all(_decide_forms(expr.xreplace({part: case}), strict, budget) for case in cases)
     return False
 
 
@@ -133,7 +175,10 @@ def _polynomial_sign(form: sp.Expr, strict: bool) -> bool:
 
 def _decide_sign(expr: sp.Expr, strict: bool) -> bool:
     try:
-        return _decide_forms(sp.expand(sp.sympify(expr)), strict, [256])
+        expr = sp.sympify(expr)
+        if not isinstance(expr, sp.Expr) or expr.has(sp.nan, sp.zoo, sp.oo, -sp.oo, sp.I):
+            return False  # not a finite real expression: nothing to prove
+        return _decide_forms(sp.expand(expr), strict, [256])
     except _SYMPY_ERRORS:
         return False
 
@@ -143,8 +188,9 @@ def nonnegative(expr: sp.Expr) -> bool:
     nonnegative), P and Q expand to nonnegative coefficients and Q is not zero. A sound, incomplete test.
 
     A Max, Min or other non-polynomial part is first replaced by what is known of it (``_decide_forms``:
-    Max(a, b) = a + s with s ≥ 0, or each of its cases a and b; a nonnegative e^x by a symbol t ≥ 0); an
-    expression SymPy cannot handle is "not proved" (False), never an error."""
+    Max(a, b) = a + s with s ≥ 0, or each of its cases a and b; sin x ≤ 1; each piece of a Piecewise; a
+    nonnegative e^x by a symbol t ≥ 0); an expression SymPy cannot handle, or one that is not a finite real
+    expression (NaN, an infinity), is "not proved" (False), never an error."""
     return _decide_sign(expr, strict=False)
 
 
@@ -161,6 +207,8 @@ def decide_conditions(expr: sp.Expr) -> sp.Expr:
         else:
             return rel
         strict = isinstance(rel, (sp.StrictLessThan, sp.StrictGreaterThan))
+        if not (isinstance(small, sp.Expr) and isinstance(large, sp.Expr)):
+            return rel
         if nonnegative(large - small - (1 if strict else 0)):
             return sp.true
         if (large - small).is_integer and nonnegative(small - large - (0 if strict else 1)):
@@ -213,9 +261,16 @@ class AxisLimit:
     def weight(self, key: sp.Expr, query: sp.Expr) -> sp.Expr:
         """The limit weight of ``key`` for the query at ``query``: a Kronecker delta on the nearest key when the
         derivation holds; the split weight of a tie; and for the opposite sign, the limits of bounds that no
-        longer hold (0 and ∞), so that nothing built on it can verify."""
-        if self.ties == 0:  # no unique nearest key was established: an unknown weight, so nothing verifies
+        longer hold (0 and ∞), so that nothing built on it can verify. When the unique nearest key is not decided,
+        the Kronecker delta on the candidate key: it holds under the condition the undecided step names, and a
+        proof that uses it carries that step, so it is "not decided", never verified. When a tie is shown at
+        some value, an unknown weight, so that nothing built on it verifies."""
+        if self.ties == 0 and self.proof.decided:  # refuted (a tie at some value): nothing built on it verifies
             return sp.Function("A_undecided")(key - query)
+        if self.ties == 0:  # not decided: the one-hot weight the limit has if the named condition holds, so that a
+            # proof built on it is verified only up to this undecided step, and says "not decided", not "false"
+            nearest, _ = hard_limits(self.sign, 1)
+            return nearest * sp.KroneckerDelta(key, query + self.nearest)
         nearest, other = hard_limits(self.sign, self.ties)
         hits = sum(sp.KroneckerDelta(key, query + self.nearest + t) for t in range(self.ties))
         return nearest * hits + other * (1 - hits)
@@ -259,20 +314,75 @@ class Residues:
     Attributes:
         values: each value of p mod 1 in [0, 1), with a point (symbol → integer) where p takes it.
         period: q, the common denominator of p's coefficients: p(x + q e_i) - p(x) has integer coefficients, so
-            p mod 1 repeats with period q in each symbol, and the values on {0..q-1}^m are all of them.
-        proof: the period, checked: the coefficients of every p(x + q e_i) - p(x) are integers.
+            p mod 1 repeats with period q in each symbol, and the values on {0..q-1}^m are all of them. For a linear
+            p with a larger box, the number of values, 1/g (see ``integer_residues``).
+        proof: the period, checked: the coefficients of every p(x + q e_i) - p(x) are integers (or, for a linear
+            p, the Bézout identity that gives its values).
     """
 
     values: dict
     period: int
     proof: ProofResult
 
+    def listing(self) -> str:
+        """The values in words: all of them, or the first few and how many there are."""
+        shown = [str(v) for v in self.values]
+        return f"[{', '.join(shown)}]" if len(shown) <= 8 else f"[{', '.join(shown[:4])}, ...] ({len(shown)} values)"
+
+
+def _parity_form(expr: sp.Expr) -> tuple[sp.Expr, dict]:
+    """``expr`` with each even symbol written 2e and each odd one 2o + 1 (e, o new integer symbols), so that its
+    values are taken over the integers its symbols may be, and the map from the new symbols back to the old."""
+    back: dict = {}
+    for x in sorted(expr.free_symbols, key=str):
+        if x.is_integer and (x.is_even or x.is_odd):
+            y = sp.Symbol(f"{x.name}_{'e' if x.is_even else 'o'}", integer=True)
+            form = 2 * y if x.is_even else 2 * y + 1
+            expr = expr.xreplace({x: form})
+            back[y] = (x, form)
+    return sp.expand(expr), back
+
+
+def _linear_residues(poly: sp.Poly, symbols: list, count_limit: int) -> tuple[dict, int, ProofResult] | None:
+    """The values mod 1 of a linear p = c + Σ a_i x_i over integer x: exactly c + r·g mod 1, r = 0 .. 1/g - 1, with
+    g = G/L, L the common denominator of the a_i and G = gcd(L a_1, ..., L a_m, L). Every L a_i and L is a
+    multiple of G (so every value is c + a multiple of g), and Bézout's Σ u_i (L a_i) + u L = G gives the point
+    x = r·u where p is c + r·g (so every such value is taken)."""
+    slopes = [poly.coeff_monomial(x) for x in symbols]
+    constant = poly.coeff_monomial(1)
+    common = int(sp.ilcm(*(sp.Rational(a).q for a in slopes), 1))
+    numbers = [int(a * common) for a in slopes] + [common]
+    gcd, coefficients = numbers[0], [1]
+    for number in numbers[1:]:
+        u, v, g = sp.gcdex(gcd, number)
+        gcd, coefficients = int(g), [int(u) * c for c in coefficients] + [int(v)]
+    if gcd < 0:
+        gcd, coefficients = -gcd, [-c for c in coefficients]
+    count = common // gcd
+    if count > count_limit:
+        return None
+    bezout = sum(c * n for c, n in zip(coefficients, numbers)) - gcd
+    proof = ProofResult(f"{poly.as_expr()} mod 1 takes the values {constant} + r/{count}",
+                        f"every one of {numbers} is a multiple of {gcd}, and Bézout's {coefficients}·{numbers} = {gcd}: "
+                        f"Σ a_i x_i mod 1 is exactly the multiples of {gcd}/{common} = 1/{count}",
+                        sp.Matrix([bezout] + [n % gcd for n in numbers]), scope="general",
+                        variables=tuple(str(x) for x in symbols))
+    values: dict = {}
+    for r in range(count):
+        at = {x: r * c for x, c in zip(symbols, coefficients)}
+        value = poly.eval(tuple(at[x] for x in symbols)) if len(symbols) > 1 else poly.eval(at[symbols[0]])
+        values.setdefault(value - sp.floor(value), at)
+    return values, count, proof
+
 
 def integer_residues(expr: sp.Expr, limit: int = 4096) -> Residues | None:
     """Decide the values mod 1 of ``expr`` over every value of its integer symbols, when it is a polynomial in
-    them with rational coefficients (Δ(Δ+1)/2: {0}; Δ/2 + 1/4: {1/4, 3/4}; Δ/2: {0, 1/2}). None otherwise, or when
-    the period box {0..q-1}^m has more than ``limit`` points. Complete for such polynomials."""
-    expr = sp.expand(expr)
+    them with rational coefficients (Δ(Δ+1)/2: {0}; Δ/2 + 1/4: {1/4, 3/4}; Δ/2: {0, 1/2}). An even symbol E is
+    read as 2e and an odd one O as 2o + 1, so O/2 + 1/2 is an integer. A linear form is decided by Bézout whatever
+    its number of symbols ((Δ_1 + Δ_2 + Δ_3)/20 + 1/40 takes the values 1/40 + r/20), up to ``limit`` · 16 values.
+    None otherwise, or when the period box {0..q-1}^m of a nonlinear one has more than ``limit`` points. Complete
+    for such polynomials; each value comes with a point of the original symbols where it is taken."""
+    expr, back = _parity_form(sp.expand(expr))
     symbols = sorted(expr.free_symbols, key=str)
     if not symbols or any(s.is_integer is not True for s in symbols):
         return None
@@ -282,9 +392,17 @@ def integer_residues(expr: sp.Expr, limit: int = 4096) -> Residues | None:
         return None
     if not all(c.is_Rational for c in poly.coeffs()):
         return None
+
+    def original(at: dict) -> dict:  # a point of the new symbols, as values of the symbols of the centre
+        return {back[y][0] if y in back else y: (back[y][1].subs(y, v) if y in back else v) for y, v in at.items()}
+
     period = int(sp.ilcm(*(sp.Rational(c).q for c in poly.coeffs()), 1))
     if period ** len(symbols) > limit:
-        return None
+        linear = _linear_residues(poly, symbols, 16 * limit) if poly.total_degree() <= 1 else None
+        if linear is None:
+            return None
+        values, count, proof = linear
+        return Residues({v: original(at) for v, at in sorted(values.items())}, count, proof)
     fractional = 0
     for x in symbols:
         shifted = sp.Poly(sp.expand(expr.subs(x, x + period) - expr), *symbols)
@@ -298,7 +416,7 @@ def integer_residues(expr: sp.Expr, limit: int = 4096) -> Residues | None:
     for point in itertools.product(range(period), repeat=len(symbols)):
         at = dict(zip(symbols, point))
         value = poly.eval(tuple(point)) if len(symbols) > 1 else poly.eval(point[0])
-        values.setdefault(value - sp.floor(value), at)
+        values.setdefault(value - sp.floor(value), original(at))
     return Residues(dict(sorted(values.items())), period, proof)
 
 
@@ -347,15 +465,16 @@ def axis_limit(center: sp.Expr, sign: int = -1, coefficient: int = -2) -> AxisLi
             decided completely by its values mod 1 (``integer_residues``): Δ(Δ+1)/2 is an integer, Δ/2 + 1/4
             never a half-integer (nearest key floor(Δ/2 + 3/4)), both verified; Δ/2 is a half-integer at Δ = 1,
             refuted. Δ + f with f unconstrained is not decided, and the step names abs(f) < 1/2, necessary and
-            sufficient for Δ to be the unique nearest key.
+            sufficient for Δ to be the unique nearest key. A float anywhere in it is read as exactly its binary
+            value (``attnconv.proofs._symbolic.exact``): Δ + 0.49999999999999994 has the unique nearest key Δ.
         sign: the encoding's sign, -1 for the paper's (+1 is the false variant with no interior maximum).
         coefficient: c, -2 in the paper.
     """
     try:
-        center = sp.sympify(center)
+        center = exact(center)  # a float is its exact binary value, never rounded to a nearby rational
     except (sp.SympifyError, TypeError) as error:
         raise TypeError(f"center must be a real SymPy expression, got {center!r}") from error
-    if not isinstance(center, sp.Expr) or center.is_real is False:
+    if not isinstance(center, sp.Expr) or center.is_real is False or center.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
         raise TypeError(f"center must be a real SymPy expression, got {center!r}")
     delta = sp.Symbol("delta", real=True)
     logit = encoding_logit([delta], [center], sign, coefficient)
@@ -395,16 +514,19 @@ def axis_limit(center: sp.Expr, sign: int = -1, coefficient: int = -2) -> AxisLi
             where = ", ".join(f"{x} = {v}" for x, v in halves[0].items())
             separated = ProofResult(
                 f"no unique nearest key: the centre is a half-integer at {where}",
-                f"{critical} mod 1 takes the values {list(residues.values)}; 1/2 among them means two keys tie "
+                f"{critical} mod 1 takes the values {residues.listing()}; 1/2 among them means two keys tie "
                 f"(at {where} the centre is {critical.subs(halves[0])})", sp.Integer(1), scope="general",
                 variables=("Δ",), steps=tuple(integrality))
         else:
             nearest = sp.floor(critical + sp.Rational(1, 2))
-            parts = [_separation(sp.Symbol("k_star", integer=True), value - sp.floor(value + sp.Rational(1, 2)),
-                                 critical) for value in residues.values]
+            centred = sorted({value - sp.floor(value + sp.Rational(1, 2)) for value in residues.values})
+            # the gaps 1/2 - f and 1/2 + f are smallest at the largest and the smallest f: those two cover all
+            parts = [_separation(sp.Symbol("k_star", integer=True), f, critical)
+                     for f in dict.fromkeys((centred[0], centred[-1]))]
             separated = combine("the nearest key wins by a gap",
-                                f"{critical} mod 1 takes the values {list(residues.values)}, never 1/2: the nearest "
-                                f"key floor({critical} + 1/2) is unique, and wins by a gap for each value",
+                                f"{critical} mod 1 takes the values {residues.listing()}, never 1/2: the nearest "
+                                f"key floor({critical} + 1/2) is unique, and wins by a gap for each value (the "
+                                f"fractional parts lie in [{centred[0]}, {centred[-1]}])",
                                 [*integrality, *parts], scope="general", variables=("Δ", "f", "m ≠ 0", "α"))
     elif frac == -sp.Rational(1, 2):
         ties = 2  # the keys at nearest - 1 and nearest are equally near
