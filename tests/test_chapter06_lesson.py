@@ -26,7 +26,7 @@ RESULTS = ROOT / "results"
 CHAPTER = ROOT / "notebooks" / "06_cifar10_training.md"
 APPENDIX = ROOT / "notebooks" / "06a_appendix_vision_runs.md"
 FAIR = {"attention, quadratic": "cpu-long-bf16-sa-quadratic", "ResNet, width 6": "cpu-long-bf16-resnet-w6",
-        "ResNet18, width 16": "cpu-long-resnet18"}
+        "ResNet, width 7": "cpu-long-bf16-resnet-w7", "ResNet18, width 16": "cpu-long-resnet18"}
 
 
 # ---- the forward pass, from scratch ----
@@ -154,10 +154,10 @@ def _resnet_params(width: int) -> int:
 def test_the_narrow_resnet_is_the_nearest_width_below_the_attention_model():
     quoted = _quoted()
     assert _resnet_params(6) == quoted["ResNet, width 6"][0] == 99_616
-    assert _resnet_params(6) < quoted["attention, quadratic"][0] < _resnet_params(7) == 135_285
+    assert _resnet_params(6) < quoted["attention, quadratic"][0] < _resnet_params(7) == quoted["ResNet, width 7"][0] == 135_285
 
 
-@pytest.mark.parametrize("label", ["ResNet, width 6"])
+@pytest.mark.parametrize("label", ["ResNet, width 6", "ResNet, width 7"])
 def test_a_finished_narrow_resnet_ran_the_attention_models_recipe(label):
     if not _finished(FAIR[label]):
         pytest.skip(f"{FAIR[label]} has not finished")
