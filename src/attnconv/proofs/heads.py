@@ -4,7 +4,7 @@ sum to Σ_h shift_Δh(X) W_Δh. Re-exported by :mod:`attnconv.proofs.image`.
 The comparison is up to a relabelling of the heads: which head carries which tap does not matter, so a true
 permutation of the heads (centre, value and output block moved together) verifies, while output blocks swapped
 without moving the heads do not. A permutation of explicitly written heads is compared as a sum; a symbolic
-relabelling of all N_h heads (the reflection h → N_h + 1 - h, a cyclic shift) is checked to be a bijection and the
+relabelling of all N_h heads (the reflection h → N_h + 1 - h, a cyclic shift, either one after the other) is checked to be a bijection and the
 sum re-indexed by it; a relabelling SymPy cannot read is not decided.
 """
 
@@ -46,9 +46,11 @@ def _relabelling_pieces(image: sp.Expr, h: sp.Symbol, heads: sp.Symbol):
     check each piece's formula, the hypothesis on N_h it needs, or a reason why π is not one SymPy can read.
 
     Read: an affine map a h + b with a = ±1 (the identity, the reflection N_h + 1 - h, a shift h + b that is not a
-    bijection), one piece; and a cyclic shift Mod(h + c, N_h) + 1 with an integer c ≥ 0, two pieces for N_h ≥ c + 1:
-    h + c + 1 on 1..N_h-c-1 and h + c + 1 - N_h on N_h-c..N_h (Mod(A, N_h) = A - N_h floor(A/N_h), the floor 0 on
-    the first and 1 on the second, decided at the ends of each piece since A increases with h)."""
+    bijection), one piece; and a cyclic shift Mod(±h + c, N_h) + 1 with an integer c (a number, or a symbol
+    c ≥ 0; c + t N_h is read as c), for N_h ≥ |c| + 1: two pieces split where A = ±h + c crosses a multiple of
+    N_h, e.g. h + c + 1 on 1..N_h-c-1 and h + c + 1 - N_h on N_h-c..N_h for Mod(h + c, N_h) + 1
+    (Mod(A, N_h) = A - N_h floor(A/N_h), the floor decided on each piece at its ends, since A is monotone in h).
+    A piece that is empty for every N_h is dropped."""
     image = sp.expand(image)
     mods = image.atoms(sp.Mod)
     if not mods:
@@ -63,26 +65,42 @@ def _relabelling_pieces(image: sp.Expr, h: sp.Symbol, heads: sp.Symbol):
     if len(mods) == 1:
         (mod,) = mods
         argument, modulus = mod.args
-        shift = sp.expand(argument - h)
+        slope = sp.expand(argument).coeff(h)
+        shift = sp.expand(argument - slope * h)
+        turns = shift.coeff(heads) if shift.is_polynomial(heads) else None
+        if turns is not None and turns.is_Integer:  # Mod(A + t N_h, N_h) = Mod(A, N_h)
+            shift = sp.expand(shift - turns * heads)
         outer = sp.expand(image - mod)
-        if modulus == heads and outer == 1 and h not in shift.free_symbols and shift.is_integer \
-                and (shift.is_nonnegative is True or shift.is_Integer and shift >= 0):
+        readable = (modulus == heads and outer == 1 and slope in (1, -1) and not shift.has(h, heads)
+                    and shift.is_integer and (shift.is_nonnegative is True or shift.is_Integer))
+        if readable:
+            argument = slope * h + shift
             rest = sp.Symbol("r", integer=True, nonnegative=True)
-            hypothesis = {heads: shift + 1 + rest}  # N_h ≥ c + 1
-            first, second = (sp.Integer(1), heads - shift - 1), (heads - shift, heads)
-            checks = []
-            for (lo, hi), floor in ((first, 0), (second, 1)):
-                ends = [sp.expand((argument - floor * heads).subs(h, lo).subs(hypothesis)),
-                        sp.expand((heads - 1 - (argument - floor * heads)).subs(h, hi).subs(hypothesis))]
+            size = shift if shift.is_nonnegative is True else -shift
+            hypothesis = {heads: size + 1 + rest}  # N_h ≥ |c| + 1
+            # where A = ±h + c crosses a multiple of N_h, and floor(A / N_h) on each side
+            if slope == 1:
+                split, floors = ((heads - shift - 1, (0, 1)) if shift.is_nonnegative is True
+                                 else (-shift - 1, (-1, 0)))
+            else:
+                split, floors = ((shift, (0, -1)) if shift.is_nonnegative is True else (heads + shift, (-1, -2)))
+            spans = [((sp.Integer(1), split), floors[0]), ((split + 1, heads), floors[1])]
+            spans = [(span, floor) for span, floor in spans  # a piece that is empty for every N_h is dropped
+                     if sp.expand((span[1] - span[0] + 1).subs(hypothesis)) != 0]
+            checks, pieces = [], []
+            for (lo, hi), floor in spans:
+                value = argument - floor * heads  # Mod(A, N_h) on the piece, if 0 ≤ it ≤ N_h - 1 there
+                low, high = (lo, hi) if slope == 1 else (hi, lo)  # A is monotone in h: its ends bound it
+                ends = [sp.expand(value.subs(h, low).subs(hypothesis)),
+                        sp.expand((heads - 1 - value).subs(h, high).subs(hypothesis))]
                 undecided = [e for e in ends if not nonnegative(e)]
-                checks.append(ProofResult(f"Mod(h + {shift}, N_h) = h + {shift} - {floor}·N_h on h = {lo}..{hi}",
-                                          f"0 ≤ h + {shift} - {floor}·N_h ≤ N_h - 1 at both ends (it increases with h)",
+                checks.append(ProofResult(f"Mod({argument}, N_h) = {sp.expand(value)} on h = {lo}..{hi}",
+                                          f"0 ≤ {sp.expand(value)} ≤ N_h - 1 at both ends (it is monotone in h)",
                                           sp.Matrix(undecided) if undecided else sp.Integer(0), scope="general",
-                                          variables=("N_h ≥ c + 1", "h")))
-            pieces = [(first[0], first[1], sp.expand(argument + 1)),
-                      (second[0], second[1], sp.expand(argument - heads + 1))]
+                                          variables=("N_h ≥ |c| + 1", "h")))
+                pieces.append((lo, hi, sp.expand(value + 1)))
             return pieces, checks, hypothesis, ""
-    return None, [], {}, f"π(h) = {image} is neither h + b, b - h nor a cyclic shift Mod(h + c, N_h) + 1"
+    return None, [], {}, f"π(h) = {image} is neither h + b, b - h nor a cyclic shift Mod(±h + c, N_h) + 1"
 
 
 def _symbolic_relabelling(relabel: Callable, h: sp.Symbol, heads: sp.Symbol, term: Callable[[sp.Expr], sp.Expr],
