@@ -111,6 +111,10 @@ BAND_MUTANTS = [
      [("torch.where(distance < exact, distance, far)",
        "torch.where(distance < exact, distance.clamp(max=exact - 2), far)")],
      "t5-buckets"),
+    ("bucket", "a bucket split off for 40 < |δ| < 1000, between the offsets a short check would read",
+     [("torch.where(distance < exact, distance, far)",
+       "torch.where(distance < exact, distance, torch.where((distance > 40) & (distance < 1000), far - 1, far))")],
+     "t5-buckets"),
     ("bucket", "δ = 0 in the positive half", [("(offsets > 0).long() * half", "(offsets >= 0).long() * half")],
      "t5-buckets"),
 ]

@@ -29,6 +29,17 @@ def _late_new_bucket(delta, num_buckets, max_distance):
                                                                            True))
 
 
+def _far_new_bucket(delta, num_buckets, max_distance):
+    """T5's buckets, except that |δ| ≥ 10⁶ opens a new bucket: right at every offset a sequence of the book has."""
+    return sp.Piecewise((num_buckets, sp.Abs(delta) >= 10**6), (t5_bucket(delta, num_buckets, max_distance), True))
+
+
+def _one_sided_new_bucket(delta, num_buckets, max_distance):
+    """T5's buckets, except that δ ≤ -(2k + 1) opens a new bucket: the positive side alone is right."""
+    return sp.Piecewise((num_buckets + 1, delta <= -2 * max_distance - 1),
+                        (t5_bucket(delta, num_buckets, max_distance), True))
+
+
 def _relabelled_buckets(delta, num_buckets, max_distance):
     """T5's buckets with the bucket ids permuted (a bijection): the kernel's shape is unchanged."""
     return sp.Mod(3 * t5_bucket(delta, num_buckets, max_distance) + 1, num_buckets)
@@ -138,7 +149,7 @@ SEQUENCE_CLAIMS: tuple[Claim, ...] = (
            "tests/test_proofs_sequence.py::test_alibi_proof_matches_the_library_head"),
           (("the causal ALiBi head", partial(seq.alibi_kernel_decay, causal=True)),)),
     Claim("t5-buckets", "T5 buckets give a kernel with clipped tails at every offset |δ| ≥ k and free weights near "
-          "the query; the library's buckets are T5's formula",
+          "the query; the library's buckets are T5's formula (checked at every |δ| ≤ 2^20 and at |δ| = 2^e, e ≤ 62)",
           "prop-buckets-alibi", seq.bucketed_kernel_is_piecewise_constant,
           (("buckets by offset modulo the bucket count", partial(seq.bucketed_kernel_is_piecewise_constant,
                                                                   formula=_modulo_buckets)),
@@ -147,10 +158,15 @@ SEQUENCE_CLAIMS: tuple[Claim, ...] = (
            ("T5's buckets up to |δ| = k + 3, a new bucket from |δ| = k + 4 on",
             partial(seq.bucketed_kernel_is_piecewise_constant, formula=_late_new_bucket)),
            ("the same labelling given by its values only (not decided beyond k + 3, so not verified)",
-            partial(seq.bucketed_kernel_is_piecewise_constant, bucket=_values_of_late_new_bucket))),
+            partial(seq.bucketed_kernel_is_piecewise_constant, bucket=_values_of_late_new_bucket)),
+           ("T5's buckets up to |δ| < 10⁶, a new bucket from 10⁶ on",
+            partial(seq.bucketed_kernel_is_piecewise_constant, formula=_far_new_bucket)),
+           ("T5's buckets, with a new bucket for δ ≤ -(2k + 1) only",
+            partial(seq.bucketed_kernel_is_piecewise_constant, formula=_one_sided_new_bucket))),
           f"{CH05}#prop-buckets-alibi",
           ("tests/test_positional_sequence.py::test_bucketed_bias_is_piecewise_constant",
-           "tests/test_proofs_sequence.py::test_bucket_tails_are_proved_for_every_offset"),
+           "tests/test_proofs_sequence.py::test_bucket_tails_are_proved_for_every_offset",
+           "tests/test_proofs_window.py::test_a_bucket_opened_at_any_distance_is_refuted_with_its_offset"),
           (("T5's buckets with permuted bucket ids", partial(seq.bucketed_kernel_is_piecewise_constant,
                                                              formula=_relabelled_buckets)),
            ("16 buckets, k = 10", partial(seq.bucketed_kernel_is_piecewise_constant, num_buckets=16,

@@ -152,16 +152,26 @@ def _settle(expr: sp.Expr, m: sp.Symbol) -> sp.Expr:
     return expr
 
 
+_FAR = 2**20  # the library's buckets are compared with the formula at every offset up to this distance
+
+
 def _library_buckets(num_buckets: int, max_distance: int) -> ProofResult:
     """The library's ``relative_position_bucket`` and the buckets of ``RelativePositionBias`` are T5's formula
-    (``t5_bucket``), at every offset up to 3k + 8 and at a few far ones: mismatches counted."""
+    (``t5_bucket``): at every offset with abs(δ) ≤ 2^20 and at ±2^e for e ≤ 62, mismatches counted. Beyond k the
+    formula is bucket(±k) at every offset (the tails, proved in :func:`bucketed_kernel_is_piecewise_constant`), so
+    there the library is compared with that one bucket, in one vectorised call."""
     from ..positional.sequence import RelativePositionBias
 
     k = max_distance
-    offsets = list(range(-3 * k - 8, 3 * k + 9)) + [10**3, -(10**3), 10**6, -(10**6)]
-    library = relative_position_bucket(torch.tensor(offsets), num_buckets, k).tolist()
-    formula = [int(t5_bucket(sp.Integer(d), num_buckets, k)) for d in offsets]
-    mismatches = [d for d, a, b in zip(offsets, library, formula) if a != b]
+    near = list(range(-k, k + 1))
+    library = relative_position_bucket(torch.tensor(near), num_buckets, k).tolist()
+    mismatches = [d for d, got in zip(near, library) if got != int(t5_bucket(sp.Integer(d), num_buckets, k))]
+    reach = torch.cat([torch.arange(k + 1, _FAR + 1), 2 ** torch.arange(0, 63)])  # every distance, then far ones
+    reach = reach[reach > k]
+    for side in (1, -1):
+        edge = int(t5_bucket(sp.Integer(side * k), num_buckets, k))
+        got = relative_position_bucket(side * reach, num_buckets, k)
+        mismatches += (side * reach[got != edge]).tolist()
     bias = RelativePositionBias(1, k, num_buckets=num_buckets)
     with torch.no_grad():
         bias.weight.copy_(torch.arange(num_buckets, dtype=bias.weight.dtype)[None])  # logit = bucket id
@@ -170,11 +180,21 @@ def _library_buckets(num_buckets: int, max_distance: int) -> ProofResult:
     mismatches += [d for d, got in zip(range(-radius, radius + 1), kernel)
                    if int(got) != int(t5_bucket(sp.Integer(d), num_buckets, k))]
     return ProofResult("the library's buckets are T5's formula",
-                       f"relative_position_bucket(δ, {num_buckets}, {k}) = t5_bucket(δ) for |δ| ≤ {3 * k + 8} and "
-                       f"|δ| = 10³, 10⁶; RelativePositionBias reads bucket(δ) for |δ| ≤ {radius}"
+                       f"relative_position_bucket(δ, {num_buckets}, {k}) = t5_bucket(δ) for |δ| ≤ 2^20 and |δ| = 2^e, "
+                       f"e ≤ 62; RelativePositionBias reads bucket(δ) for |δ| ≤ {radius}"
                        + (f"; they differ at δ = {mismatches[:6]}" if mismatches else ""),
                        sp.Integer(len(mismatches)), scope="instance",
-                       instance=f"num_buckets={num_buckets}, max_distance={k}")
+                       instance=f"num_buckets={num_buckets}, max_distance={k}, |δ| ≤ 2^20 and |δ| = 2^e (e ≤ 62)")
+
+
+def _witnesses(difference: sp.Expr, m: sp.Symbol, k: int) -> list[int]:
+    """Values of m ≥ 0 to try for a label that leaves the last bucket at δ = ±(k + m): every m up to 4k + 15, the
+    offsets next to each constant the label's formula holds (a threshold such as |δ| ≥ 1000), and the powers of 2
+    and 10 up to 2^63 and 10^18."""
+    constants = {int(sp.floor(c)) for c in difference.atoms(sp.Number) if c.is_finite}
+    around = {c + step for c in constants for step in (-k - 1, -k, -k + 1, -1, 0, 1)}
+    far = {2**e for e in range(64)} | {10**e for e in range(19)}
+    return sorted(w for w in set(range(4 * k + 16)) | around | far if w >= 0)
 
 
 def bucketed_kernel_is_piecewise_constant(num_buckets: int = 8, max_distance: int = 6, bucket=None,
@@ -226,13 +246,15 @@ def bucketed_kernel_is_piecewise_constant(num_buckets: int = 8, max_distance: in
                                          f"for every m ≥ 0 (k = {k}, {num_buckets} buckets)", sp.Integer(0),
                                          scope="general", variables=("m ≥ 0",)))
                 continue
-            witness = next((w for w in range(0, 4 * k + 16) if difference.subs(m, w) != 0), None)
+            witness = next((w for w in _witnesses(difference, m, k)
+                            if (value := difference.subs(m, w)).is_number and value.is_zero is False), None)
             tails.append(ProofResult(
                 f"bucket({'+' if side > 0 else '-'}(k + m)) ≠ bucket({side * k})" if witness is not None
                 else f"bucket({'+' if side > 0 else '-'}(k + m)) = bucket({side * k}): not decided",
                 f"bucket(δ) - bucket({side * k}) = {difference}"
                 + (f", {difference.subs(m, witness)} at δ = {side * (k + witness)}" if witness is not None else
-                   ": not shown to vanish for every m ≥ 0, and no offset up to 5k + 15 refutes it"),
+                   ": not shown to vanish for every m ≥ 0, and no offset tried refutes it (every one up to 5k + 15, "
+                   "those next to the formula's constants, powers of 2 and 10 up to 2^63 and 10^18)"),
                 difference, scope="general", variables=("m ≥ 0",), undecided=witness is None))
         steps += tails
         if formula is None:
