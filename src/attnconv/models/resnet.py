@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor, nn
 
-from .._checks import floating_input, positive_int
+from .._checks import InputDtypeError, floating_input, positive_int
 
 __all__ = ["BasicBlock", "ResNet", "ResNetConfig"]
 
@@ -87,17 +88,30 @@ class ResNet(nn.Module):
     def forward(self, images: Tensor) -> Tensor:
         """Logits ``(B, num_classes)`` of normalised images ``(B, H, W, C)`` in the model's dtype.
 
+        The model reads normalised values, ``(x / 255 - mean) / std`` per channel for 8-bit pixels ``x``, which is
+        what ``attnconv.data.normalize`` returns (float32, CIFAR-10's mean and std); uint8 pixels are refused
+        rather than converted, since a plain cast would feed it values 255 times too large.
+
         Raises:
             ValueError: ``images`` is not ``(B, H, W, C)``, or (``InputDtypeError`` of ``attnconv._checks``, also a
                 ``TypeError``) not of the parameters' floating dtype, for example uint8 pixels or float16 images
-                for a float32 model (the message names the dtype expected); under autocast any floating dtype.
+                for a float32 model (the message names the dtype expected); under autocast any floating dtype
+                that autocast casts (float64 is not one: refused unless the parameters are float64).
         """
         if not isinstance(images, Tensor):
             raise TypeError(f"images must be a torch.Tensor (B, H, W, {self.config.in_channels}), got "
                             f"{type(images).__name__}")
         if images.dim() != 4 or images.shape[-1] != self.config.in_channels:
             raise ValueError(f"images must be (B, H, W, {self.config.in_channels}), got shape {tuple(images.shape)}")
-        floating_input("images", images, self.head.weight.dtype)  # before conv2d's "expected scalar type"
+        dtype = self.head.weight.dtype
+        if images.dtype == torch.uint8:
+            raise InputDtypeError(f"images must be normalised images of the model's dtype {dtype}, got torch.uint8 "
+                                  f"pixels: the model reads (x / 255 - mean) / std per channel, which "
+                                  f"attnconv.data.normalize(images) returns in torch.float32")
+        if images.dtype == torch.float64 != dtype and torch.is_autocast_enabled(images.device.type):
+            raise InputDtypeError(f"images has dtype torch.float64, which autocast does not cast, but the model's "
+                                  f"parameters are {dtype}: convert them, images.to({dtype})")
+        floating_input("images", images, dtype)  # before conv2d's "expected scalar type"
         x = images.permute(0, 3, 1, 2)  # (B, C, H, W), a channels-last view: no copy
         x = self.stages(self.stem(x))  # (B, 8w, H/8, W/8)
         return self.head(x.mean(dim=(2, 3)))
