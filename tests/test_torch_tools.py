@@ -8,6 +8,8 @@ skip them, and these tests hold every layer to it. Sizes are tiny: the whole fil
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from dataclasses import dataclass
 from typing import Callable
 
@@ -25,8 +27,11 @@ from attnconv.lightconv import ProjectedConv1d
 from attnconv.models import (ATTENTION_KINDS, VARIANTS, BertClassifier, BertConfig, BertForMaskedLM, ResNet,
                              ResNetConfig, SelfAttentionNet, SmallCNN, VisionConfig)
 from attnconv.positional import (ALiBi, AnisotropicGaussianEncoding, KeyRelativeLogits, LearnedRelativeEncoding2d,
-                                 QuadraticEncoding, QueryRelativeLogits, RelativePositionBias, SignedQuadraticEncoding)
+                                 QuadraticEncoding, QueryRelativeLogits, RelativePositionBias, RotaryEmbedding,
+                                 SignedQuadraticEncoding)
 from attnconv.composite import RelativeLogitSum
+from attnconv.construct.patches import conv_to_patch_mhsa
+from attnconv.toeplitz import ToeplitzMultiplier
 
 # jit.trace is deprecated in favour of torch.compile and torch.export, but people still use it; vmap falls back to a
 # loop for the fused CPU attention kernel.
@@ -167,6 +172,11 @@ CASES: dict[str, Case] = {
     # Theorem 1: a convolution as attention
     "conv-as-attention-hard": Case(_conv_as_attention(None), lambda: (torch.randn(B, 3, 5, 4),)),
     "conv-as-attention-soft": Case(_conv_as_attention(4.0), lambda: (torch.randn(B, 3, 5, 4),)),
+    "patch-conv-as-attention": Case(lambda: conv_to_patch_mhsa(nn.Conv2d(3, 4, 3, padding=1), 2),
+                                    lambda: (torch.randn(B, 3, 4, 6),)),
+    # after the papers: rotary embeddings, a Toeplitz multiplier on attention probabilities
+    "rotary": Case(lambda: RotaryEmbedding(4), lambda: (torch.randn(B, 2, N, 4),)),
+    "toeplitz": Case(lambda: ToeplitzMultiplier(8, 2), lambda: (torch.softmax(torch.randn(B, 2, N, N), -1),)),
     # the models
     **{f"vision-{kind}": Case(_vision(kind), lambda: (torch.randn(B, 8, 8, 3),)) for kind in ATTENTION_KINDS},
     "resnet": Case(lambda: ResNet(ResNetConfig(width=4, blocks=(1, 1))), lambda: (torch.randn(B, 8, 8, 3),)),
@@ -176,13 +186,40 @@ CASES: dict[str, Case] = {
 }
 
 
-def test_the_cases_cover_every_public_layer():
-    """Each class of the package's ``__all__`` that is a layer, and each positional encoding, has a case."""
-    layers = {getattr(attnconv, name) for name in attnconv.__all__
-              if isinstance(getattr(attnconv, name), type) and issubclass(getattr(attnconv, name), nn.Module)}
-    layers |= {QuadraticEncoding, SignedQuadraticEncoding, AnisotropicGaussianEncoding, LearnedRelativeEncoding2d,
-               RelativePositionBias, QueryRelativeLogits, KeyRelativeLogits, ALiBi, SelfAttentionNet, ResNet, SmallCNN,
-               BertForMaskedLM, BertClassifier}
+# The library's modules whose nn.Module classes are layers (not the course, the figures, the data or the
+# explorables), and the classes among them that are no layer of their own.
+LAYER_PACKAGES = ("attnconv", "attnconv.construct", "attnconv.models", "attnconv.positional", "attnconv.train")
+NOT_LAYERS = {
+    "attnconv.positional.base.PositionalLogits": "the base class of every positional encoding",
+    "attnconv.positional.sequence.RelativeLogits1d": "the base class of the sequence encodings",
+    "attnconv.positional.sequence.StaticRelativeLogits": "the base class of the content-free sequence encodings",
+    "attnconv.lightconv._HeadKernelConv1d": "the private base of LightweightConv1d and DynamicConv1d",
+    "attnconv.train.bow.BagOfWordsLinear": "chapter 07's bag-of-words baseline, fitted by L-BFGS on a flat bag",
+}
+
+
+def library_layers() -> set[type]:
+    """Every ``nn.Module`` subclass that a module of :data:`LAYER_PACKAGES` defines (found by importing them)."""
+    found = set()
+    for package_name in LAYER_PACKAGES:
+        package = importlib.import_module(package_name)
+        names = [package_name] + [f"{package_name}.{info.name}" for info in pkgutil.iter_modules(package.__path__)
+                                  if not info.ispkg and info.name != "__main__"]
+        for module_name in names:
+            module = importlib.import_module(module_name)
+            found |= {obj for obj in vars(module).values() if isinstance(obj, type) and issubclass(obj, nn.Module)
+                      and obj.__module__ == module_name}
+    return found
+
+
+def test_the_cases_cover_every_layer_the_library_defines():
+    """Each ``nn.Module`` class the library defines (found, not listed) is built by some case, or is named in
+    :data:`NOT_LAYERS` with the reason; a new layer without a case fails here."""
+    found = library_layers()
+    assert set(NOT_LAYERS) <= {f"{t.__module__}.{t.__qualname__}" for t in found}  # no stale exclusion
+    layers = {t for t in found if f"{t.__module__}.{t.__qualname__}" not in NOT_LAYERS}
+    assert {getattr(attnconv, name) for name in attnconv.__all__ if isinstance(getattr(attnconv, name), type)} <= layers
+    assert len(layers) >= 30  # the search found the layers (33 when this was written)
     torch.manual_seed(0)
     built = set()
     for case in CASES.values():
@@ -244,14 +281,50 @@ def test_vmap_over_the_batch_equals_the_batched_call(name):
     torch.testing.assert_close(mapped, batched, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_jit_trace_replays_the_eager_result(name):
-    """``torch.jit.trace`` runs the forward pass (sizes are tensors there, no value is read), and the traced module
-    gives the eager result on the same input."""
-    call, inputs = _built(name)
+def _fresh_inputs(name: str) -> tuple[Tensor, ...]:
+    """New inputs of the case's shapes: other values, and another padding pattern (the second sequence padded at
+    its last token, the first not at all), so that a value a trace recorded as a constant shows."""
+    torch.manual_seed(1)
+    fresh = []
+    for t in CASES[name].inputs():
+        if t.dtype == torch.bool:
+            t = torch.zeros_like(t)
+            t[1, -1] = True
+        fresh.append(t)
+    return tuple(fresh)
+
+
+def _trace_replays(call: nn.Module, inputs: tuple[Tensor, ...], fresh: tuple[Tensor, ...]) -> None:
+    """Trace ``call`` on ``inputs``; the traced module must give the eager result on ``fresh`` inputs."""
     with torch.no_grad():
         traced = torch.jit.trace(call, inputs, check_trace=False)
-        torch.testing.assert_close(traced(*inputs), call(*inputs), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(traced(*fresh), call(*fresh), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_jit_trace_replays_the_eager_result_on_a_new_input(name):
+    """``torch.jit.trace`` runs the forward pass (sizes are tensors there, no value is read), and the traced module
+    gives the eager result on a new input of the same shape, with another padding mask: no value of the example
+    input was baked into the graph."""
+    call, inputs = _built(name)
+    _trace_replays(call, inputs, _fresh_inputs(name))
+
+
+class _KeptKeysRead(nn.Module):
+    """A wrong layer: it reads how many keys the padding keeps (``int``), which a trace records as a constant."""
+
+    def forward(self, x: Tensor, key_padding_mask: Tensor) -> Tensor:
+        kept = int((~key_padding_mask).sum())
+        return x * kept
+
+
+def test_the_trace_check_catches_a_value_baked_into_the_graph():
+    """The check above is not a tautology: replaying the example input passes for the wrong layer, the new input
+    with another mask does not."""
+    x, mask = _seq(), _mask()
+    _trace_replays(_KeptKeysRead(), (x, mask), (x, mask))
+    with pytest.raises(AssertionError, match="Tensor-likes are not close"):
+        _trace_replays(_KeptKeysRead(), (x, mask), (_seq(), _fresh_inputs("mhsa-padded")[1]))
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float64], ids=str)
@@ -301,3 +374,26 @@ def test_torch_compile_traces_the_checks_away(name):
     compiled = torch.compile(call, fullgraph=True, backend="eager")
     with torch.no_grad():
         torch.testing.assert_close(compiled(*inputs), call(*inputs))
+
+
+def test_rotary_positions_given_as_a_tensor_work_under_the_tools():
+    """Real-valued ``positions`` are checked for NaN; that check is skipped where the values cannot be read, and
+    the rotation itself is computed under each tool."""
+    torch.manual_seed(0)
+    rotary = RotaryEmbedding(4)
+    x, positions = torch.randn(B, 2, N, 4), torch.arange(N) * 0.5
+
+    def rotate(x: Tensor, positions: Tensor) -> Tensor:
+        return rotary(x, positions=positions)
+
+    eager = rotate(x, positions)
+    with torch.device("meta"):
+        meta_rotary = RotaryEmbedding(4)
+    meta = meta_rotary(x.to("meta"), positions=positions.to("meta"))
+    assert meta.is_meta and meta.shape == eager.shape
+    mapped = torch.func.vmap(rotate, in_dims=(0, None))(x, positions)
+    torch.testing.assert_close(mapped, eager)
+    traced = torch.jit.trace(rotate, (x, positions), check_trace=False)
+    torch.testing.assert_close(traced(x, positions + 1.5), rotate(x, positions + 1.5))
+    with pytest.raises(ValueError, match="positions must be finite"):
+        rotary(x, positions=torch.tensor([0.0, float("nan"), 2.0, 3.0, 4.0]))

@@ -25,7 +25,7 @@ import numbers
 import torch
 from torch import Tensor, nn
 
-from .._checks import int_at_least, positive_int, real_number
+from .._checks import int_at_least, positive_int, real_number, values_readable
 
 __all__ = ["RotaryEmbedding", "rotary_frequencies", "sinusoidal_encoding"]
 
@@ -166,7 +166,7 @@ class RotaryEmbedding(nn.Module):
             if not isinstance(positions, Tensor) or positions.shape != (n,) or positions.is_complex():
                 raise ValueError(f"positions must be a real (N,) tensor with N = {n}, "
                                  f"got {getattr(positions, 'shape', type(positions).__name__)}")
-            if positions.is_floating_point() and not torch.isfinite(positions).all():
+            if positions.is_floating_point() and values_readable(positions) and not torch.isfinite(positions).all():
                 raise ValueError("positions must be finite")
         return self._rotate(x, self._angles(positions.to(x.device)))
 
