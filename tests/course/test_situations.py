@@ -152,3 +152,48 @@ def test_a_sandbox_that_cannot_start_a_kernel_refuses_before_grading(toy, monkey
     assert reason and "did not run" in reason and "\n" not in reason
     preflight._DONE.clear()
     assert grade.refuse(isolation, "none") is None
+
+
+@pytest.mark.skipif(not ROOT or not shutil.which("unshare") or not shutil.which("setpriv"),
+                    reason="needs root (to become an ordinary user) and unshare")
+def test_an_ordinary_user_grades_the_worked_edition_and_refuses_where_it_cannot_isolate(tmp_path):
+    """The grader run as an ordinary user (nobody here), with a Python that user can run: bubblewrap maps the
+    kernel into a user namespace of its own, and chapter 01's worked edition earns full marks. Without bwrap on
+    its PATH it refuses in one line, before grading anything."""
+    import attnconv
+
+    chapter = "01_convolution_as_shifts"
+    root = Path(attnconv.__file__).resolve().parents[2]
+    tmp_path.chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    notebook = work / f"{chapter}.ipynb"
+    notebook.write_bytes((root / "notebooks" / notebook.name).read_bytes())
+    bin_dir = Path(_path_without_bwrap(tmp_path))
+    for path in (work, notebook):
+        os.chown(path, NOBODY, NOBODY)
+    needed = [Path(sys.executable), Path(sys.prefix), Path(sys.base_prefix), Path(__file__), tmp_path]
+    needed += [Path(p) for p in sys.path if p and Path(p).is_dir()]
+    wrap = _opened_namespace(_closed_folders(needed)) + ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                                                         "--clear-groups", "--"]
+    probe = subprocess.run([*wrap, sys.executable, "-c", "import torch, attnconv"], capture_output=True, text=True,
+                           timeout=300)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot arrange a Python that nobody can run here: {probe.stderr.strip()[-300:]}")
+    env = {k: v for k, v in os.environ.items() if k not in ("ATTNCONV_DATA", "PYTHONPATH")} | {"HOME": str(work)}
+
+    def grade(*extra: str, path: str = os.environ["PATH"]) -> subprocess.CompletedProcess:
+        return subprocess.run([*wrap, "/usr/bin/env", f"PATH={path}", sys.executable, "-m", "attnconv.course.grade",
+                               str(notebook), "--report", str(work / "report.json"), "--total-timeout", "900",
+                               *extra], capture_output=True, text=True, env=env, cwd=work, timeout=1200)
+
+    refused = grade(path=str(bin_dir))
+    lines = [line for line in refused.stderr.splitlines() if "refusing to grade" in line]
+    assert refused.returncode == 2 and len(lines) == 1 and "--isolation none" in lines[0], refused.stderr[-2000:]
+    assert not (work / "report.json").exists(), "a refusal writes no report"
+    done = grade()
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "it appears as nobody" in done.stderr, done.stderr[-2000:]  # mapped: bubblewrap alone, not root
+    report = json.loads((work / "report.json").read_text())
+    assert report["score"] == report["max_score"] == 4, report
+    assert os.stat(work / "report.json").st_uid == NOBODY  # written by the ordinary user, not by root

@@ -210,8 +210,9 @@ def run(root: Path) -> dict:
                 # autograder's failure to the instructor instead of a 0 for an honest student.
                 isolation = detect(config.get("isolation", "auto"))
                 refusal = refuse(isolation, config.get("isolation", "auto"))
-                if refusal:
-                    raise SystemExit(f"refusing to grade: {refusal}")
+                if refusal:  # the grader's own words name its --isolation option: the zip's is build's
+                    raise SystemExit(f"refusing to grade: {refusal} (for this autograder: build it with "
+                                     "python -m attnconv.course.gradescope build --isolation none)")
                 report = grade_notebook(notebook, config["chapter"], config["cell_timeout"],
                                         config["total_timeout"], isolation=isolation,
                                         hide=(root / "submission", results_dir),
