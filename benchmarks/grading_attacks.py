@@ -2,7 +2,7 @@
 folder, and what it costs the grader (peak memory, wall time).
 
     python benchmarks/grading_attacks.py [--out results/grading-attacks] [--situations full,none,tmp,mapped]
-        [--kinds stub,reach,resources,hang]     # one process per situation may run at once; then:
+        [--kinds stub,reach,resources,hang,scratch]     # one situation at a time; then:
     python benchmarks/grading_attacks.py --merge   # the table, from every attacks-<situation>.json in --out
 
 Each grading is the command line an instructor runs (``python -m attnconv.course.grade NB --checks toy_checks``),
@@ -13,6 +13,7 @@ the attack classes, beside the honest notebook and the untouched student edition
   exercise) and in the sandbox (the function exercise), and writes to a file beside the checks and to the library;
 - ``resources``: forks until it cannot, writes 3 GB to /tmp, prints 100 MB;
 - ``hang``: a cell that ignores interrupts and never ends, under a 150 s budget;
+- ``scratch``: writes 4 GB into its scratch folder, in files under the file-size limit, going on past errors;
 - ``rewriter``: a detached process that waits for the report and rewrites it with full marks.
 
 Situations: **full** (root and bubblewrap: the kernel is nobody for real), **none** (no bwrap on PATH,
@@ -44,7 +45,7 @@ sys.path.insert(0, str(ROOT / "tests" / "course"))
 
 import nbformat  # noqa: E402
 
-from test_isolation_attacks import SNOOP  # noqa: E402
+from test_isolation_attacks import FILL_SCRATCH, SNOOP  # noqa: E402
 from toy_course import CHAPTER, TOY_CHECKS, honest_cells, stub_cells, write  # noqa: E402
 
 KEEP = "keep.txt"
@@ -92,8 +93,9 @@ def notebooks(work: Path) -> dict[str, list]:
         "import os, subprocess, sys\nif os.fork() == 0:\n    os.setsid()\n"
         f"    subprocess.Popen([sys.executable, '-c', {rewrite!r}], stdin=subprocess.DEVNULL, "
         "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n    os._exit(0)\n")]
+    scratch = stub_cells() + [nbformat.v4.new_code_cell(FILL_SCRATCH)]
     return {"honest": honest_cells(), "stub": stub_cells(), "reach": reach, "resources": resources, "hang": hang,
-            "rewriter": rewriter}
+            "rewriter": rewriter, "scratch": scratch}
 
 
 def _peak(pid: int, box: dict, done: threading.Event) -> None:
@@ -168,7 +170,14 @@ def situation_setup(name: str, work: Path) -> tuple[list[str], str, dict, list[s
     raise ValueError(f"unknown situation {name!r}")
 
 
-def run_situation(name: str, keep_dir: Path, kinds: list[str]) -> dict:
+def _grading_folders() -> set[str]:
+    """The grader's folders under /tmp and the scratch tmpfs mounts: what a grading must leave as it found."""
+    mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
+              if line.startswith("attnconv-scratch ")]
+    return {str(p) for p in Path("/tmp").glob("attnconv-grade-*")} | set(mounts)
+
+
+def run_situation(name: str, keep_dir: Path, kinds: list[str], at: str = "") -> dict:
     # outside /tmp (which the sandbox replaces), and closed to others: the situations measured at the same time
     # hold their own copies of the checks, which are not this grading's to hide
     work = Path(tempfile.mkdtemp(prefix=f"attacks-{name}-", dir="/var/tmp"))
@@ -197,7 +206,10 @@ def run_situation(name: str, keep_dir: Path, kinds: list[str]) -> dict:
         before = {**_digest(work, (".json",)), **{f"library/{k}": v for k, v in _digest(library).items()}}
         budget = ["--total-timeout", "150", "--cell-timeout", "60"] if kind == "hang" else \
             ["--total-timeout", "900", "--cell-timeout", "300"]
+        left_before = _grading_folders()
         row = grade(nb, argv + budget, wrap, python, env, work)
+        row["left_behind"] = sorted(_grading_folders() - left_before)
+        row["at"] = at
         after = {**_digest(work, (".json",)), **{f"library/{k}": v for k, v in _digest(library).items()}}
         row["files_changed"] = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k)
                                       and not k.endswith(".ipynb"))
@@ -226,12 +238,17 @@ def table(results: dict) -> str:
             extra = f"; forked {forked.group(1) if forked else '?'}, /tmp {wrote.group(1) if wrote else '?'} MB"
         if kind == "rewriter" and "score_after_5s" in row:
             extra = f"; report 5 s later: {row['score_after_5s']}"
+        if kind == "scratch":
+            stopped = any("scratch folder's" in p for p in row.get("problems", []))
+            wrote = next((e for e in row.get("cell_errors", []) if e.startswith("wrote")), "")
+            extra = "; stopped at the quota" if stopped else f"; not stopped ({wrote or 'no count'})"
+            extra += f", {len(row.get('left_behind', []))} folders or mounts left"
         files = len(row.get("files_changed", []))
         return (f"{row['score']}/{row['max_score']}{extra}; files changed {files}; "
-                f"{row['grader_peak_mb']:.0f} MB; {row['wall_s']:.0f} s")
+                f"{row['grader_peak_mb']:.0f} MB; {row['wall_s']:.0f} s; at {row.get('at', '?')}")
 
     names = list(results["situations"])
-    kinds = [k for k in ["honest", "stub", "reach", "resources", "hang", "rewriter"]
+    kinds = [k for k in ["honest", "stub", "reach", "resources", "hang", "rewriter", "scratch"]
              if any(k in rows for rows in results["situations"].values())]
     lines = ["| attack | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
     for kind in kinds:
@@ -247,7 +264,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "grading-attacks")
     parser.add_argument("--situations", default="full,none,tmp,mapped")
-    parser.add_argument("--kinds", default="honest,stub,reach,resources,hang,rewriter")
+    parser.add_argument("--kinds", default="honest,stub,reach,resources,hang,rewriter,scratch")
     parser.add_argument("--merge", action="store_true", help="write the table from the situations measured")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -282,10 +299,15 @@ def main() -> int:
             "python": platform.python_version(), "torch": torch.__version__, "bubblewrap": bwrap,
             "load": os.getloadavg()[0], "root": os.geteuid() == 0}
     for name in args.situations.split(","):
-        rows = run_situation(name, args.out, args.kinds.split(","))
+        rows = run_situation(name, args.out, args.kinds.split(","), commit)
         target = args.out / f"attacks-{name}.json"
-        if target.exists():  # a kind measured again replaces its row and keeps the others
-            rows = {**json.loads(target.read_text())["situations"][name], **rows}
+        if target.exists():  # a kind measured again replaces its row and keeps the others, marked with their run
+            old = json.loads(target.read_text())
+            kept = old["situations"][name]
+            for row in kept.values():
+                if isinstance(row, dict) and not row.get("at"):
+                    row["at"] = old["meta"]["commit"]
+            rows = {**kept, **rows}
         target.write_text(json.dumps({"meta": meta, "situations": {name: rows}}, indent=1) + "\n")
     return 0
 
