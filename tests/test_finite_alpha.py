@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -56,7 +58,16 @@ def test_bound_is_nearly_attained(alpha):
 
 
 def _failed_steps(result):
-    return [step.claim for step in result.steps if not step.verified]
+    """The steps that are refuted (not verified, and decided)."""
+    return [step.claim for step in result.steps if not step.verified and step.decided]
+
+
+def _resting_steps(result):
+    """The steps that are not decided: each rests on a premise that was not derived."""
+    return [step.claim for step in result.steps if not step.verified and not step.decided]
+
+
+DOWNSTREAM = ["tail-mass bound R ≤ S", "ε ≤ S/(1+S)"]  # c = 1: c·S/(1+S) - S/(1+S) = 0 needs no sign
 
 
 def test_sympy_bound_fails_at_the_step_it_breaks():
@@ -76,6 +87,9 @@ def test_sympy_bound_fails_at_the_step_it_breaks():
         # the termwise comparison fails, and with it the sum of the termwise gaps in θ - P_a ≥ 0
         assert _failed_steps(result) == ["each key weighs at most the bound's term"] * 2 + [
             "d_1 = θ - P_1 ≥ 0", "d_2 = θ - P_2 ≥ 0"], kwargs
+        # the steps that need θ - P_a ≥ 0 are not decided: the sign is missing, it is not read from a name
+        assert _resting_steps(result) == DOWNSTREAM, kwargs
+        assert result.decided  # refuted at the comparison of the weights
     shifted = [s for s in finite_alpha_bound(coefficient=-1).steps if not s.verified][0]
     assert shifted.residual.has(sp.Symbol("Delta1", integer=True))  # the peak moved off the target
 
@@ -113,8 +127,10 @@ def test_tails_are_shown_nonnegative_from_their_summand_and_range():
         wrong = finite_alpha_bound(theta_range=theta_range)
         assert not wrong.verified and wrong.decided
         failed = _failures(wrong)
-        assert [c for c in failed if "tail" in c] == tails, theta_range
+        assert [c for c in failed if "tail of" in c] == tails, theta_range
         assert all("θ - P" not in c or c.startswith("d_") for c in failed)  # the identity itself still holds
+        assert _resting_steps(wrong) == DOWNSTREAM  # the sign of θ - P_a is missing downstream, not assumed
+        assert "rests on d_1 = θ - P_1 ≥ 0" in next(s for s in wrong.steps if s.claim == DOWNSTREAM[0]).statement
     # the same θ written with the range its symmetry allows is still the paper's: Σ over Z
     assert finite_alpha_bound(theta_range=(-sp.oo, sp.oo)).verified
 
@@ -184,3 +200,97 @@ def test_float_constants_are_read_exactly():
     assert not finite_alpha_bound(difference_factor=1.9999999999999998).verified
     assert finite_alpha_bound(difference_factor=2.0).verified
     assert finite_alpha_bound(theta_range=(float("-inf"), float("inf"))).verified
+
+
+def test_a_sign_comes_from_a_derivation_never_from_a_name():
+    """Every symbol the bound declares ≥ 0 is either made by ``_premise`` (nonnegative only when the steps that
+    derive its sign verified) or says why it is ≥ 0 by definition or as a hypothesis of the statement."""
+    import inspect
+
+    import sympy as sp
+
+    from attnconv.proofs import finite_alpha
+    from attnconv.proofs.result import ProofResult
+    lines = inspect.getsource(finite_alpha).splitlines()
+    for number, line in enumerate(lines):
+        if "nonnegative=True" in line and "def _premise" not in "\n".join(lines[max(0, number - 6):number]):
+            reason = line + lines[number - 1]
+            assert "by definition" in reason or "hypothes" in reason, line
+    # a premise that did not verify gives a plain real symbol, and the step that needs its sign is not decided
+    good = ProofResult("a ≥ 0", "derived", sp.Integer(0), scope="general")
+    bad = ProofResult("b ≥ 0", "not derived", sp.Symbol("r"), scope="general")
+    assert finite_alpha._premise("a", good)[0].is_nonnegative is True
+    assert finite_alpha._premise("b", good, bad)[0].is_nonnegative is None
+    step = finite_alpha._decided("x ≥ 0", "x ≥ 0", finite_alpha._premise("x", bad)[0], ("x",), premises=(bad,))
+    assert not step.verified and not step.decided and "rests on b ≥ 0" in step.statement
+
+
+def test_without_cauchy_schwarz_the_triangle_steps_are_not_decided(monkeypatch):
+    """The slack c = ‖a‖‖b‖ ± a·b ≥ 0 comes from the Lagrange identity: without it, the triangle inequality, the
+    factor 2 and the induction over keys rest on a missing premise, and the bound does not verify."""
+    import sympy as sp
+
+    from attnconv.proofs import finite_alpha
+    from attnconv.proofs.result import ProofResult
+    missing = ProofResult("Lagrange identity (Cauchy-Schwarz)", "not derived here", sp.Symbol("r"), scope="general",
+                          undecided=True)
+    monkeypatch.setattr(finite_alpha, "_lagrange", lambda: missing)
+    triangle = finite_alpha.weighted_triangle_inequality()
+    assert not triangle.verified and not triangle.decided
+    resting = [s.claim for s in triangle.steps if not s.verified]
+    assert resting == ["Lagrange identity (Cauchy-Schwarz)", "triangle inequality, squared",
+                       "inductive step N → N + 1"]
+    bound = finite_alpha.finite_alpha_bound()
+    assert not bound.verified
+    factor_two = next(s for s in bound.steps if s.claim.startswith("‖Y_k - Y_t‖"))
+    assert not factor_two.verified and not factor_two.decided
+
+
+@pytest.mark.parametrize("theta_range", [(-math.inf, 0), (1, math.inf), (-3, 100), (-math.inf, 5), (-10, 10)])
+def test_every_theta_short_of_the_integers_is_refuted(theta_range):
+    """θ summed over any range short of Z: one-sided either way, without the centre term, truncated on one side or
+    on both. The tail over the missing range runs over a reversed range, so its step fails, the bound is refuted,
+    and the library's head breaks the bound at some α on a 61×61 grid."""
+    from attnconv.proofs.finite_alpha import finite_alpha_bound
+    wrong = finite_alpha_bound(theta_range=theta_range)
+    assert not wrong.verified and wrong.decided
+    assert any("tail of axis 1" in claim for claim in _failures(wrong))
+    assert _resting_steps(wrong) == DOWNSTREAM
+
+    lo, hi = (max(theta_range[0], -400), min(theta_range[1], 400))
+
+    def bound(alpha):  # 1 - θ^(-2) with θ over the range (θ ≤ 0 gives no bound at all: 1 - θ^(-2) < 0 or none)
+        theta = sum(math.exp(-alpha * n * n) for n in range(int(lo), int(hi) + 1))
+        return 1 - theta ** -2
+
+    broken = [alpha for alpha in (1.0, 0.05, 0.01) if _library_off_target_mass(alpha) > bound(alpha) + 1e-6]
+    assert broken, theta_range
+
+
+@pytest.mark.parametrize("factor", ["3/2", "19/10", "sqrt(3)", "1"])
+def test_a_factor_below_two_in_the_difference_step_is_refuted(factor):
+    import sympy as sp
+
+    from attnconv.proofs.finite_alpha import finite_alpha_bound
+    wrong = finite_alpha_bound(difference_factor=sp.sympify(factor))
+    assert not wrong.verified and wrong.decided
+    step = next(s for s in wrong.steps if s.claim.startswith("‖Y_k - Y_t‖"))
+    assert not step.verified and step.decided and "‖a - b‖ = 2 >" in step.steps[-1].statement
+    for right in ("2", "5/2", "2 + sqrt(2)"):
+        assert finite_alpha_bound(difference_factor=sp.sympify(right)).verified, right
+
+
+@pytest.mark.parametrize("alpha", [0.5, 1.0, 2.0])
+@pytest.mark.parametrize("scale", [1.0, 3.0])
+def test_the_factor_two_is_met_in_two_dimensions_and_at_any_largest_norm(alpha, scale):
+    """A 1×1 Conv2d with weight 1, the query pixel -M among pixels +M: every off-target key adds 2M times its
+    weight, so the error is 2εM, above 1.5 ε(α) M (a factor 1 would be broken) and within 2 ε(α) M."""
+    conv = torch.nn.Conv2d(1, 1, 1, bias=False, dtype=torch.float64)
+    with torch.no_grad():
+        conv.weight.fill_(1.0)
+    x = torch.full((1, 1, 21, 21), scale, dtype=torch.float64)
+    x[0, 0, 10, 10] = -scale
+    with torch.no_grad():
+        measured = float((conv_to_mhsa(conv, alpha=alpha)(x) - conv(x)).abs()[0, 0, 10, 10])
+    epsilon = off_target_mass_bound(alpha, dims=2)
+    assert 1.5 * epsilon * scale < measured <= 2 * epsilon * scale * (1 + 1e-8)

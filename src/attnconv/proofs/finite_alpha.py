@@ -8,8 +8,11 @@ that compares it with what the head's weights give. The grid weights are never t
 with ℓ the encoding's own logit (:func:`~attnconv.proofs.limit.encoding_logit`).
 
 Every inequality is decided by :func:`~attnconv.proofs.limit.nonnegative` after the facts already proved are named
-by nonnegative symbols (a slack s ≥ 0 for each proved a ≤ b). Argued, not derived: the degenerate case x = y = 0 of
-the square-root step, and that a·b ≤ 0 makes a·b ≤ ‖a‖‖b‖ trivial.
+by symbols (a slack s ≥ 0 for each proved a ≤ b). A symbol is nonnegative only when the steps that derive its sign
+verified (``_premise``); otherwise it is a plain real symbol and the step that needs its sign is *not decided*, so
+no sign comes from the name of a symbol alone. Nonnegative by definition: norms, the largest norm M and its gaps
+M - ‖a‖. Argued, not derived: the degenerate case x = y = 0 of the square-root step, and that a·b ≤ 0 makes
+a·b ≤ ‖a‖‖b‖ trivial.
 """
 
 from __future__ import annotations
@@ -28,15 +31,32 @@ _int = dict(integer=True)
 _pos_int = dict(integer=True, positive=True)
 
 
-def _decided(claim: str, statement: str, expr: sp.Expr, variables: tuple[str, ...]) -> ProofResult:
-    """``expr ≥ 0`` decided by :func:`nonnegative`; the residual is ``expr`` itself when it is not decided."""
+def _premise(names: str, *proofs: ProofResult) -> tuple[sp.Symbol, ...]:
+    """Symbols for quantities that ``proofs`` show to be ≥ 0: nonnegative only when every one of those proofs
+    verified, else plain real symbols (then a step that needs their sign is not decided). A sign is derived, never
+    read from a name."""
+    known = all(proof.verified for proof in proofs)
+    made = sp.symbols(names, **(dict(nonnegative=True) if known else dict(real=True)))
+    return made if isinstance(made, tuple) else (made,)
+
+
+def _decided(claim: str, statement: str, expr: sp.Expr, variables: tuple[str, ...],
+             premises: tuple[ProofResult, ...] = ()) -> ProofResult:
+    """``expr ≥ 0`` decided by :func:`nonnegative`; the residual is ``expr`` itself when it is not decided.
+
+    ``premises``: the steps that derive the signs of the symbols in ``expr``. When one of them did not verify, the
+    step is *not decided* (its premise is missing), never refuted."""
+    missing = [premise.claim for premise in premises if not premise.verified]
+    if missing:
+        return ProofResult(claim, f"{statement}; not decided: it rests on {', '.join(missing)}, not derived", expr,
+                           scope="general", variables=variables, undecided=True)
     return ProofResult(claim, statement, sp.Integer(0) if nonnegative(expr) else expr, scope="general",
                        variables=variables)
 
 
 def _termwise(log_term: sp.Expr, log_weight: sp.Expr, n: sp.Symbol) -> ProofResult:
     """Every key's weight e^{log_weight(n)} is at most the bound's term e^{log_term(n)}, for every integer n."""
-    j = sp.Symbol("j", integer=True, nonnegative=True)
+    j = sp.Symbol("j", integer=True, nonnegative=True)  # by definition: n = ±j, j ≥ 0, covers every integer n
     gaps = [sp.expand((log_term - log_weight).subs(n, side * j)) for side in (1, -1)]
     undecided = [g for g in gaps if not nonnegative(g)]
     return ProofResult("each key weighs at most the bound's term",
@@ -93,14 +113,20 @@ def _difference_bound(claimed: sp.Expr) -> ProofResult:
                           sp.Sum(a[i] ** 2, (i, 1, dim)) - 2 * sp.Sum(a[i] * b[i], (i, 1, dim))
                           + sp.Sum(b[i] ** 2, (i, 1, dim)), simplify=sum_simplify, scope="general",
                           variables=("D", "a", "b"))
-    norm_a, norm_b, slack = sp.symbols("A_n B_n c", nonnegative=True)  # -a·b = ‖a‖‖b‖ - c, c ≥ 0 (Cauchy-Schwarz)
+    norm_a, norm_b = sp.symbols("A_n B_n", nonnegative=True)  # norms: ≥ 0 by definition
+    cauchy_schwarz = (_lagrange(), *_square_root_step())
+    slack, = _premise("c", *cauchy_schwarz)  # -a·b = ‖a‖‖b‖ - c, c ≥ 0 (Cauchy-Schwarz, derived)
     triangle = _decided("‖a - b‖ ≤ ‖a‖ + ‖b‖, squared", "(‖a‖+‖b‖)² - ‖a-b‖² = 2(‖a‖‖b‖ + a·b) ≥ 0",
                         sp.expand((norm_a + norm_b) ** 2 - (norm_a**2 + 2 * (norm_a * norm_b - slack) + norm_b**2)),
-                        ("a", "b"))
-    top, s0, s1, s2 = sp.symbols("M s_0 s_1 s_2", nonnegative=True)
+                        ("a", "b"), premises=cauchy_schwarz)
+    top, s1, s2 = sp.symbols("M s_1 s_2", nonnegative=True)  # M the largest norm: M - ‖a‖, M - ‖b‖ ≥ 0 by definition
+    s0, = _premise("s_0", triangle)
     # ‖a - b‖ = ‖a‖ + ‖b‖ - s_0 (triangle), ‖a‖ = M - s_1, ‖b‖ = M - s_2 (M the largest norm)
     margin = sp.expand(claimed * top - ((top - s1) + (top - s2) - s0))
-    if nonnegative(margin):
+    if not triangle.verified:
+        bound = _decided(f"‖Y_k - Y_t‖ ≤ {claimed}·max_j ‖Y_j‖", f"{claimed}·M - ‖a - b‖ = {margin} ≥ 0", margin,
+                         ("D", "a", "b", "M"), premises=(triangle,))
+    elif nonnegative(margin):
         bound = ProofResult(f"‖Y_k - Y_t‖ ≤ {claimed}·max_j ‖Y_j‖",
                             f"{claimed}·M - ‖a - b‖ = {margin} ≥ 0 with ‖a‖, ‖b‖ ≤ M (the triangle inequality)",
                             sp.Integer(0), scope="general", variables=("D", "a", "b", "M"))
@@ -112,7 +138,7 @@ def _difference_bound(claimed: sp.Expr) -> ProofResult:
                             witness if witness.is_positive is True else margin, scope="general", variables=("D", "a", "b", "M"))
     return combine(f"‖Y_k - Y_t‖ ≤ {claimed} max_j ‖Y_j‖",
                    "the difference of two vectors is at most the sum of their norms, at most twice the largest",
-                   [square, _lagrange(), *_square_root_step(), triangle, bound], scope="general",
+                   [square, *cauchy_schwarz, triangle, bound], scope="general",
                    variables=("D", "a", "b"))
 
 
@@ -133,7 +159,7 @@ def _lagrange() -> ProofResult:
 
 def _square_root_step() -> tuple[ProofResult, ProofResult]:
     """x, y ≥ 0 and x² ≤ y² give x ≤ y: y - x = (y² - x²)/(y + x) (for x + y > 0), a slack over a positive sum."""
-    x, y, slack = sp.symbols("x y z", nonnegative=True)
+    x, y, slack = sp.symbols("x y z", nonnegative=True)  # the hypotheses: x, y ≥ 0, y² - x² = z ≥ 0
     identity = verify_equal("y - x = (y² - x²)/(y + x)", "for x + y > 0", y - x, (y**2 - x**2) / (y + x),
                             simplify=sp.cancel, scope="general", variables=("x ≥ 0", "y ≥ 0"))
     sign = _decided("square roots keep the order", "x² ≤ y² (y² - x² = z ≥ 0) ⇒ y - x = z/(x + y) ≥ 0",
@@ -158,11 +184,13 @@ def weighted_triangle_inequality() -> ProofResult:
                           sp.Sum(a[i] ** 2, (i, 1, dim)) + 2 * sp.Sum(a[i] * b[i], (i, 1, dim))
                           + sp.Sum(b[i] ** 2, (i, 1, dim)), simplify=sum_simplify, scope="general",
                           variables=("D", "a", "b"))
-    norm_a, norm_b, slack = sp.symbols("A_n B_n c", nonnegative=True)  # a·b = ‖a‖‖b‖ - c, c ≥ 0 (Cauchy-Schwarz)
+    norm_a, norm_b = sp.symbols("A_n B_n", nonnegative=True)  # norms: ≥ 0 by definition
+    cauchy_schwarz = (lagrange, *_square_root_step())
+    slack, = _premise("c", *cauchy_schwarz)  # a·b = ‖a‖‖b‖ - c, c ≥ 0 (Cauchy-Schwarz, derived)
     triangle = _decided("triangle inequality, squared", "(‖a‖+‖b‖)² - ‖a+b‖² = 2(‖a‖‖b‖ - a·b) ≥ 0",
                         sp.expand((norm_a + norm_b) ** 2 - (norm_a**2 + 2 * (norm_a * norm_b - slack) + norm_b**2)),
-                        ("a", "b"))
-    weight = sp.Symbol("A", nonnegative=True)
+                        ("a", "b"), premises=cauchy_schwarz)
+    weight = sp.Symbol("A", nonnegative=True)  # the hypothesis A ≥ 0
     v = sp.IndexedBase("v", real=True)
     base = verify_equal("base case N = 1: ‖A v‖ = A ‖v‖", "sqrt(Σ_i (A v_i)²) = A sqrt(Σ_i v_i²), A ≥ 0",
                         sp.sqrt(sp.Sum((weight * v[i]) ** 2, (i, 1, dim))), weight * sp.sqrt(sp.Sum(v[i] ** 2, (i, 1, dim))),
@@ -173,12 +201,13 @@ def weighted_triangle_inequality() -> ProofResult:
                          sp.Sum(terms[k], (k, 1, count + 1)),
                          sp.Sum(terms[k], (k, 1, count)) + sp.Sum(terms[k], (k, count + 1, count + 1)),
                          simplify=sp.simplify, scope="general", variables=("N", "t"))
-    bound, new, t1, t2 = sp.symbols("H w s_1 s_2", nonnegative=True)
+    bound, new, t2 = sp.symbols("H w s_2", nonnegative=True)  # by definition H, w = A‖v‖ ≥ 0; the hypothesis s_2
+    t1, = _premise("s_1", triangle)
     # triangle: ‖Σ_{≤N+1}‖ = ‖Σ_{≤N}‖ + w - s_1; hypothesis: ‖Σ_{≤N}‖ = H - s_2 (H = Σ_{k≤N} t_k)
     step = _decided("inductive step N → N + 1", "H + w - ‖Σ_{k≤N+1} A_k v_k‖ = s_1 + s_2 ≥ 0 (triangle, hypothesis)",
-                    sp.expand(bound + new - ((bound - t2) + new - t1)), ("N", "A ≥ 0", "v"))
+                    sp.expand(bound + new - ((bound - t2) + new - t1)), ("N", "A ≥ 0", "v"), premises=(triangle,))
     return combine("weighted triangle inequality", "‖Σ_k A_k v_k‖ ≤ Σ_k A_k ‖v_k‖ for A_k ≥ 0, any N keys, D dims",
-                   [lagrange, *_square_root_step(), square, triangle, base, split, step], scope="induction",
+                   [*cauchy_schwarz, square, triangle, base, split, step], scope="induction",
                    variables=("N", "D", "A ≥ 0", "v"))
 
 
@@ -232,6 +261,7 @@ def finite_alpha_bound(factor: sp.Expr = 1, claimed_alpha: sp.Expr = 1, coeffici
                              scope="definition", variables=("α", "Δ", "n"))
     target = verify_equal("the target weighs w(0) = 1", "e^{ℓ(Δ) - ℓ(Δ)} at n = 0", sp.exp(logit.subs({n1: 0, n2: 0})),
                           sp.Integer(1), scope="definition", variables=("α", "Δ"))
+    # by definition: L_a, U_a ≥ 0 count the offsets below and above the target, which is on the grid
     lo, hi = sp.symbols("L1:3", integer=True, nonnegative=True), sp.symbols("U1:3", integer=True, nonnegative=True)
     grid = sp.Sum(sp.exp(logit), (n1, -lo[0], hi[0]), (n2, -lo[1], hi[1]))
     partial = [sp.Sum(sp.exp(axis[a]), (n, -lo[a], hi[a])) for a in range(2)]
@@ -245,6 +275,7 @@ def finite_alpha_bound(factor: sp.Expr = 1, claimed_alpha: sp.Expr = 1, coeffici
     tails = [(sp.Sum(term, (n, lower, -lo[a] - 1)), sp.Sum(term, (n, hi[a] + 1, upper))) for a in range(2)]
     gaps = [sp.Sum(term - sp.exp(axis[a]), (n, -lo[a], hi[a])) for a in range(2)]
     steps = [separable, target, fubini, *termwise]
+    gaps_nonnegative, sums_nonnegative, at_least_one = [], [], []  # θ - P_a ≥ 0, P_a ≥ 0, P_a ≥ 1: derived
     for a in range(2):
         split = verify_equal(f"θ - P_{a + 1} = tails + termwise gaps", "θ - P_a = T_a + Σ_{n=-L}^{U} (g(n) - w_a(n))",
                              theta - partial[a], tails[a][0] + tails[a][1] + gaps[a],
@@ -254,10 +285,11 @@ def finite_alpha_bound(factor: sp.Expr = 1, claimed_alpha: sp.Expr = 1, coeffici
         pieces = [_sum_nonnegative(f"the left tail of axis {a + 1} is ≥ 0", tails[a][0]),
                   _sum_nonnegative(f"the right tail of axis {a + 1} is ≥ 0", tails[a][1]),
                   _sum_nonnegative(f"the termwise gaps of axis {a + 1} sum to ≥ 0", gaps[a], termwise[a])]
-        steps.append(combine(f"d_{a + 1} = θ - P_{a + 1} ≥ 0", "θ - P_a = T_a + Σ (g - w_a), each piece a sum of "
-                             "terms ≥ 0 over a proper range", [split, *pieces], scope="general",
-                             variables=("α", "L", "U")))
-        steps.append(_sum_nonnegative(f"P_{a + 1} ≥ 0", partial[a]))
+        gaps_nonnegative.append(combine(f"d_{a + 1} = θ - P_{a + 1} ≥ 0", "θ - P_a = T_a + Σ (g - w_a), each piece a "
+                                        "sum of terms ≥ 0 over a proper range", [split, *pieces], scope="general",
+                                        variables=("α", "L", "U")))
+        sums_nonnegative.append(_sum_nonnegative(f"P_{a + 1} ≥ 0", partial[a]))
+        steps += [gaps_nonnegative[-1], sums_nonnegative[-1]]
         # P_a ≥ 1: the target's own weight w_a(0) = 1 plus the keys before and after it, each a sum of terms ≥ 0
         before, after = sp.Sum(sp.exp(axis[a]), (n, -lo[a], -1)), sp.Sum(sp.exp(axis[a]), (n, 1, hi[a]))
         target_split = verify_equal(f"P_{a + 1} = w_{a + 1}(0) + the keys before and after the target",
@@ -267,38 +299,45 @@ def finite_alpha_bound(factor: sp.Expr = 1, claimed_alpha: sp.Expr = 1, coeffici
                                     variables=("α", "L", "U"))
         weighs_one = verify_equal(f"w_{a + 1}(0) = 1", "e^{ℓ_a(Δ) - ℓ_a(Δ)} = 1", sp.exp(axis[a].subs(n, 0)),
                                   sp.Integer(1), scope="definition", variables=("α", "Δ"))
-        steps.append(combine(f"P_{a + 1} ≥ 1", "the target is on the grid (L, U ≥ 0) and weighs 1",
-                             [target_split, weighs_one,
-                              _sum_nonnegative(f"the keys before the target on axis {a + 1}", before),
-                              _sum_nonnegative(f"the keys after the target on axis {a + 1}", after)],
-                             scope="general", variables=("α", "L", "U")))
-    steps.append(_sum_nonnegative("θ ≥ 0", theta))
-    th, p1, p2 = sp.symbols("theta P_1 P_2", nonnegative=True)  # θ, P_a ≥ 0 (derived just above)
-    d1, d2 = sp.symbols("d_1 d_2", nonnegative=True)  # θ - P_a ≥ 0 (derived just above, step 3)
+        at_least_one.append(combine(f"P_{a + 1} ≥ 1", "the target is on the grid (L, U ≥ 0) and weighs 1",
+                                    [target_split, weighs_one,
+                                     _sum_nonnegative(f"the keys before the target on axis {a + 1}", before),
+                                     _sum_nonnegative(f"the keys after the target on axis {a + 1}", after)],
+                                    scope="general", variables=("α", "L", "U")))
+        steps.append(at_least_one[-1])
+    theta_nonnegative = _sum_nonnegative("θ ≥ 0", theta)
+    steps.append(theta_nonnegative)
+    # the signs below are the steps' just derived: a symbol is nonnegative only when its step verified
+    th, = _premise("theta", theta_nonnegative)
+    p1, p2 = _premise("P_1 P_2", *sums_nonnegative)
+    d1, d2 = _premise("d_1 d_2", *gaps_nonnegative)  # θ - P_a ≥ 0 (step 3)
     steps.append(verify_equal("S - R as products", "θ² - P_1 P_2 = θ(θ - P_2) + P_2(θ - P_1)", th**2 - p1 * p2,
                               th * (th - p2) + p2 * (th - p1), simplify=sp.expand, scope="general",
                               variables=("θ", "P")))
-    steps.append(_decided("tail-mass bound R ≤ S", "θ d_2 + P_2 d_1 ≥ 0 with d_a = θ - P_a ≥ 0",
-                          th * d2 + p2 * d1, ("α", "L", "U")))
-    q1, q2 = sp.symbols("p_1 p_2", nonnegative=True)  # P_a = 1 + p_a, p_a ≥ 0 (P_a ≥ 1, derived above)
-    steps.append(_decided("R = P_1 P_2 - 1 ≥ 0", "(1 + p_1)(1 + p_2) - 1 ≥ 0 with P_a = 1 + p_a, p_a ≥ 0",
-                          sp.expand((1 + q1) * (1 + q2) - 1), ("α", "L", "U")))
-    big_r, big_s, gap = sp.symbols("R S s", nonnegative=True)  # R ≥ 0 and S - R = s ≥ 0, both derived above
+    tail_mass = _decided("tail-mass bound R ≤ S", "θ d_2 + P_2 d_1 ≥ 0 with d_a = θ - P_a ≥ 0", th * d2 + p2 * d1,
+                         ("α", "L", "U"), premises=(theta_nonnegative, *sums_nonnegative, *gaps_nonnegative))
+    q1, q2 = _premise("p_1 p_2", *at_least_one)  # P_a = 1 + p_a, p_a ≥ 0 (P_a ≥ 1)
+    mass_nonnegative = _decided("R = P_1 P_2 - 1 ≥ 0", "(1 + p_1)(1 + p_2) - 1 ≥ 0 with P_a = 1 + p_a, p_a ≥ 0",
+                                sp.expand((1 + q1) * (1 + q2) - 1), ("α", "L", "U"), premises=tuple(at_least_one))
+    steps += [tail_mass, mass_nonnegative]
+    big_r, = _premise("R", mass_nonnegative)
+    gap, = _premise("s", tail_mass)  # S - R = s
+    big_s, = _premise("S", mass_nonnegative, tail_mass)  # S = R + s
     steps.append(verify_equal("off-target mass", "ε = 1 - 1/(1+R) = R/(1+R)", 1 - 1 / (1 + big_r),
                               big_r / (1 + big_r), scope="general", variables=("R",)))
     steps.append(verify_equal("difference of the masses", "S/(1+S) - R/(1+R) = (S-R)/((1+R)(1+S))",
                               big_s / (1 + big_s) - big_r / (1 + big_r), (big_s - big_r) / ((1 + big_r) * (1 + big_s)),
                               simplify=sp.cancel, scope="general", variables=("R", "S")))
-    steps.append(_decided("ε ≤ S/(1+S)", "(S - R)/((1+R)(1+S)) ≥ 0 with S - R = s ≥ 0", gap / ((1 + big_r) * (1 + gap + big_r)),
-                          ("R ≥ 0", "S ≥ R")))
+    steps.append(_decided("ε ≤ S/(1+S)", "(S - R)/((1+R)(1+S)) ≥ 0 with S - R = s ≥ 0",
+                          gap / ((1 + big_r) * (1 + gap + big_r)), ("R ≥ 0", "S ≥ R"),
+                          premises=(mass_nonnegative, tail_mass)))
     steps.append(verify_equal("closed form", "S/(1+S) = 1 - θ^{-2} for S = θ² - 1",
                               (big_s / (1 + big_s)).subs(big_s, th**2 - 1), 1 - th ** (-2), scope="general",
                               variables=("θ",)))
-    covers = sp.expand((factor - 1) * big_s / (1 + big_s))
-    steps.append(ProofResult("the claimed bound is at least S/(1+S)",
-                             f"{factor}·S/(1+S) - S/(1+S) ≥ 0; S/(1+S) is attained on an infinite grid, so a smaller "
-                             "claim is false", sp.Integer(0) if nonnegative(covers) else covers, scope="general",
-                             variables=("S ≥ 0",)))
+    steps.append(_decided("the claimed bound is at least S/(1+S)",
+                          f"{factor}·S/(1+S) - S/(1+S) ≥ 0; S/(1+S) is attained on an infinite grid, so a smaller "
+                          "claim is false", sp.expand((factor - 1) * big_s / (1 + big_s)), ("S ≥ 0",),
+                          premises=(mass_nonnegative, tail_mass)))
     count = sp.Symbol("N", **_pos_int)
     k, t = sp.symbols("k t", **_int)
     weights, y = sp.IndexedBase("A"), sp.IndexedBase("Y")
@@ -309,9 +348,10 @@ def finite_alpha_bound(factor: sp.Expr = 1, claimed_alpha: sp.Expr = 1, coeffici
                               variables=("N", "A", "Y", "t")))
     steps.append(weighted_triangle_inequality())
     steps.append(_difference_bound(exact(difference_factor)))
+    # by definition: softmax weights A_k ≥ 0, and m_max - m_k = z ≥ 0 for the largest m
     nonneg_weights, m_k, top = sp.IndexedBase("A", nonnegative=True), sp.IndexedBase("m"), sp.Symbol("m_max")
     excess = sp.Sum(nonneg_weights[k] * (top - m_k[k]), (k, 1, count))  # m_max - m_k ≥ 0 for every k
-    below = excess.function.subs(top - m_k[k], sp.Symbol("z", nonnegative=True)).is_nonnegative
+    below = excess.function.subs(top - m_k[k], sp.Symbol("z", nonnegative=True)).is_nonnegative  # by definition
     steps.append(ProofResult("a weighted sum is at most ε times the largest term",
                              "ε m_max - Σ_{k≠t} A_k m_k = Σ_{k≠t} A_k (m_max - m_k) ≥ 0",
                              sp.Integer(0) if below else excess, scope="general", variables=("N", "A ≥ 0", "m")))
