@@ -8,6 +8,8 @@ from dataclasses import replace
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 import attnconv.mimetic as mimetic
@@ -153,3 +155,14 @@ def test_bad_arguments_are_refused_by_name():
         mimetic_init_(layer, generator=0)
     with pytest.raises(ValueError, match="value projection per head"):
         mimetic_init_(make_attention(replace(QUICK, shared_values=True)))
+
+
+
+@settings(max_examples=25, deadline=None)
+@given(c=st.integers(1, 24), heads=st.integers(1, 4), d_h=st.integers(1, 12),
+       weights=st.tuples(*[st.floats(0, 2, allow_nan=False)] * 4), seed=st.integers(0, 2**31 - 1))
+def test_products_are_the_targets_cut_to_the_layers_rank_for_any_shape(c, heads, d_h, weights, seed):
+    layer = MultiHeadSelfAttention(c, heads, head_dim=d_h).double()
+    alpha1, beta1, alpha2, beta2 = weights
+    targets = mimetic_init_(layer, alpha1, beta1, alpha2, beta2, generator=torch.Generator().manual_seed(seed))
+    check_mimetic(layer, targets, tol=1e-9)
