@@ -180,7 +180,8 @@ def test_an_ordinary_user_grades_the_worked_edition_and_refuses_where_it_cannot_
                            timeout=300)
     if probe.returncode != 0:
         pytest.skip(f"cannot arrange a Python that nobody can run here: {probe.stderr.strip()[-300:]}")
-    env = {k: v for k, v in os.environ.items() if k not in ("ATTNCONV_DATA", "PYTHONPATH")} | {"HOME": str(work)}
+    env = {k: v for k, v in os.environ.items() if k != "ATTNCONV_DATA"} | {"HOME": str(work)}
+    env["PYTHONPATH"] = str(Path(attnconv.__file__).resolve().parents[1])  # the library under test
 
     def grade(*extra: str, path: str = os.environ["PATH"]) -> subprocess.CompletedProcess:
         return subprocess.run([*wrap, "/usr/bin/env", f"PATH={path}", sys.executable, "-m", "attnconv.course.grade",
