@@ -156,7 +156,10 @@ def test_alpha_overflowing_mid_run_is_the_clean_stop_of_a_non_finite_loss(tmp_pa
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
     assert err.startswith("vision: training stopped:") and "alpha" in err and "is kept" in err, err
-    assert (run / CHECKPOINT_NAME).read_bytes() == saved["bytes"]
+    # A resumed run keeps its config, so the way on with a lower learning rate is a new run, not --resume.
+    assert err.endswith("Check the data and resume it, or start a new run with a lower learning rate (a resumed run "
+                        "keeps its config)"), err
+    assert (run / CHECKPOINT_NAME).read_bytes() == saved["bytes"]  # --resume with another lr is refused: see below
 
 
 # ---------------------------------------------------------------- the run folder: a lock, checks before the data, clean exits
@@ -385,6 +388,11 @@ def test_an_empty_data_folder_is_one_line(tmp_path, capsys):
     _one_line(capsys, f"vision: --data {broken}:", "not a readable zip archive")
 
 
+def test_a_data_path_that_does_not_exist_names_the_option(tmp_path, capsys):
+    assert main(["vision", "--config", "smoke", "--out", str(tmp_path / "run"), "--data", str(tmp_path / "nope")]) == 2
+    _one_line(capsys, f"vision: --data {tmp_path / 'nope'}: ", "does not exist")
+
+
 def test_a_bug_in_training_keeps_its_traceback(tmp_path, monkeypatch):
     """Only the data loaders' own ValueError is a user's mistake; one raised elsewhere propagates."""
     def broken(*args, **kwargs):
@@ -447,5 +455,6 @@ def test_a_huge_learning_rate_stops_resnet18_at_the_first_non_finite_loss(tmp_pa
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert err.startswith(f"vision: training stopped: the loss is {value} at {where};"), err
-    assert "no checkpoint was written yet" in err and "Lower the learning rate" in err
-    assert not (run / CHECKPOINT_NAME).exists()
+    assert err.endswith("no checkpoint was written yet. Lower the learning rate or check the data, then start the run "
+                        "again"), err
+    assert not any(run.iterdir()), list(run.iterdir())  # nothing half-written: the same --out takes a new run

@@ -38,7 +38,7 @@ from .bert_config import FINETUNE_CONFIGS, PRETRAIN_CONFIGS
 from .._checks import NonFiniteResultError, available_device
 from .checkpoint import CheckpointError
 from .folder import RunSetupError
-from .runs import CHECKPOINT_NAME, NonFiniteLossError, apply_overrides, config_to_dict, named_copy
+from .runs import CHECKPOINT_NAME, NonFiniteLossError, apply_overrides, config_to_dict, named_copy, what_next
 from .vision_config import VISION_CONFIGS
 
 __all__ = ["add_task", "build_parser", "main"]
@@ -207,11 +207,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.task}: {err}", file=sys.stderr)
         return 1
     except NonFiniteResultError as err:  # the same stop as a non-finite loss, from a forward pass that overflowed
-        print(f"{args.task}: training stopped: {err}; {_kept(args)}. Lower the learning rate, then resume",
-              file=sys.stderr)
+        ckpt = None if getattr(args, "out", None) is None else Path(args.out) / CHECKPOINT_NAME
+        print(f"{args.task}: training stopped: {err}; {what_next(ckpt)}", file=sys.stderr)
         return 1
     except (_ConfigError, CheckpointError, RunSetupError, FileExistsError, FileNotFoundError) as err:
-        print(err if isinstance(err, _ConfigError) else f"{args.task}: {err}", file=sys.stderr)
+        data = getattr(args, "data", None)
+        named = f"--data {data}: " if data and _raised_by_data_loader(err) else ""
+        print(err if isinstance(err, _ConfigError) else f"{args.task}: {named}{err}", file=sys.stderr)
         return 2
     except (ValueError, RuntimeError) as err:  # e.g. an empty --data folder, a zip that is not one
         if not _raised_by_data_loader(err):

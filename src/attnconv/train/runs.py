@@ -37,7 +37,7 @@ __all__ = [
     "PROVENANCE_FILE", "TOKENIZER_FILE", "ADDED_FIELDS", "RUN_CONTROL_FIELDS", "check_resumable", "load_average",
     "read_jsonl", "start_run", "write_jsonl",
     # inside a loop
-    "NonFiniteLossError", "check_device", "check_finite_loss", "stream_seed",
+    "NonFiniteLossError", "check_device", "check_finite_loss", "stream_seed", "what_next",
     # configs as data
     "apply_overrides", "config_from_dict", "config_to_dict", "named_copy", "override_dict",
 ]
@@ -118,10 +118,16 @@ def check_finite_loss(loss_value: float, where: str, checkpoint: Path) -> None:
     """Stop a run at once when ``loss_value`` is NaN or infinite (called before the optimiser step, so neither the
     weights nor the checkpoint on disk take the bad update)."""
     if not math.isfinite(loss_value):
-        kept = (f"the last good checkpoint, {checkpoint}, is kept" if checkpoint.exists() else
-                "no checkpoint was written yet")
-        raise NonFiniteLossError(f"training stopped: the loss is {loss_value} at {where}; {kept}. Lower the learning "
-                                 "rate or check the data, then resume")
+        raise NonFiniteLossError(f"training stopped: the loss is {loss_value} at {where}; {what_next(checkpoint)}")
+
+
+def what_next(checkpoint: Path | None) -> str:
+    """What a run stopped by a non-finite value leaves (``checkpoint``, its path, None when it has none), and the
+    way on: a resumed run keeps its config (its learning rate too), so a lower learning rate is a new run."""
+    if checkpoint is not None and checkpoint.exists():
+        return (f"the last good checkpoint, {checkpoint}, is kept. Check the data and resume it, or start a new run "
+                f"with a lower learning rate (a resumed run keeps its config)")
+    return "no checkpoint was written yet. Lower the learning rate or check the data, then start the run again"
 
 
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
