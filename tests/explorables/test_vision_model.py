@@ -50,7 +50,7 @@ def _compare(got: dict, want: dict) -> float:
 
 def settle(page) -> None:
     """Wait until the explorable has drawn what was asked (it renders at most once per animation frame)."""
-    page.wait_for_function(f"() => document.querySelector('#attnconv-x-{ID}').dataset.busy === ''", timeout=20_000)
+    page.wait_for_function(f"() => document.querySelector('#attnconv-x-{ID}').dataset.busy === ''", timeout=60_000)
 
 
 def _page(weights: dict, label: str) -> str:
@@ -153,6 +153,7 @@ def test_reader_drives_it(browser, tmp_path, width, touch):
     try:
         att = lambda: page.evaluate(f"() => document.querySelector('{root} canvas.ax-att').toDataURL()")  # noqa: E731
         pred = lambda: page.locator(f"{root} .ax-classes").inner_text()  # noqa: E731
+        settle(page)  # the network's first run, in slices after the page has loaded
         before, first = att(), pred()
         thumb = page.locator(f"{root} .ax-thumb").nth(3)
         thumb.tap() if touch else thumb.click()
@@ -191,19 +192,42 @@ BUSY_JS = """(root) => {
   new MutationObserver(() => {
     if (box.classList.contains('ax-busy') && getComputedStyle(note).visibility === 'visible') window.busySeen = true;
   }).observe(box, {attributes: true, attributeFilter: ['class']});
-  box.querySelectorAll('.ax-thumb').forEach(b => b.addEventListener('click', ev => {
-    window.clickDelay = performance.now() - ev.timeStamp;  // how long the click waited before it was handled
-  }));
+  window.longestTask = 0;  // the longest the page's main thread was busy at once (tasks over 50 ms are reported)
+  new PerformanceObserver(list => list.getEntries().forEach(e => {
+    window.longestTask = Math.max(window.longestTask, e.duration);
+  })).observe({type: 'longtask'});
 }"""
+PASS_JS = """(id) => {
+  const e = window.attnconvExplorables[id], x = e.defaults(), times = [];
+  for (let i = 0; i < 2; i++) { const t0 = performance.now(); e.compute(x); times.push(performance.now() - t0); }
+  return Math.min(...times);
+}"""
+PEN = [200, 30, 30]  # the third pen colour
 
 
-def test_a_long_stroke_runs_the_network_once_per_frame_and_a_click_still_answers(browser, tmp_path):
-    """A 200-move stroke paints at once but runs the network at most once per animation frame, shows
-    "computing…" meanwhile, ends on the stroke's last image, and a click right after it is handled promptly."""
+def _stroke_cells(moves: int) -> list[tuple[int, int]]:
+    """A winding stroke over the 32 x 32 image: ``moves`` pixels (row, col), each a move of the mouse."""
+    return [(3 + (26 * i) // (moves - 1), int(16 + 12 * np.sin(i / 9))) for i in range(moves)]
+
+
+def _drawn(image: np.ndarray, cells) -> np.ndarray:
+    """``image`` (32, 32, 3) with the page's 3 x 3 brush of the pen's colour at each of ``cells``."""
+    out = image.copy()
+    for r, c in cells:
+        out[max(r - 1, 0):r + 2, max(c - 1, 0):c + 2] = PEN
+    return out
+
+
+def test_a_200_point_stroke_keeps_the_page_responsive_and_ends_on_its_drawing(browser, tmp_path):
+    """A 200-move stroke never holds the page for long: the network runs in slices between the reader's moves, so
+    the page answers each move, and a question between them, in less than one pass of the network (the old page
+    ran a whole pass on every move), and "computing…" shows meanwhile. When it settles, what it shows is
+    the stroke's drawing, and its outputs are exactly those of that drawing computed once."""
     weights = json.loads(COMMITTED.read_text()) if COMMITTED.is_file() else export_weights(_random_model(), "random")
     loaded = open_page(browser, _page(weights, "weights"), tmp_path, 1400)
     page, root = loaded.page, f"#attnconv-x-{ID}"
     try:
+        settle(page)
         runs = lambda: int(page.evaluate(f"() => document.querySelector('{root}').dataset.evaluations"))  # noqa: E731
         page.evaluate(BUSY_JS, root)
         page.locator(f"{root} .ax-pen").nth(2).click()
@@ -211,25 +235,40 @@ def test_a_long_stroke_runs_the_network_once_per_frame_and_a_click_still_answers
         img = page.locator(f"{root} canvas.ax-input")
         img.scroll_into_view_if_needed()
         b = img.bounding_box()
-        start, moves = runs(), 200
-        page.mouse.move(b["x"] + 5, b["y"] + 5)
+        at = lambda rc: (b["x"] + (rc[1] + 0.5) * b["width"] / 32, b["y"] + (rc[0] + 0.5) * b["height"] / 32)  # noqa: E731
+        one_pass = page.evaluate(PASS_JS, ID) / 1000  # s, the network run in one go on this machine, now
+        cells, start = _stroke_cells(200), runs()
+        page.mouse.move(*at(cells[0]))
         page.mouse.down()
-        began = time.perf_counter()
-        page.mouse.move(b["x"] + b["width"] - 5, b["y"] + b["height"] - 5, steps=moves)
+        answers, began = [], time.perf_counter()
+        for i, cell in enumerate(cells[1:]):
+            t0 = time.perf_counter()
+            page.mouse.move(*at(cell))  # returns once the page has handled the move
+            answers.append(time.perf_counter() - t0)
+            if i % 10 == 0:  # and the page answers a question while the network computes
+                t0 = time.perf_counter()
+                page.evaluate("() => 1")
+                answers.append(time.perf_counter() - t0)
         page.mouse.up()
         took = time.perf_counter() - began
-        page.locator(f"{root} .ax-thumb").nth(3).click()  # at once, while the stroke's last frame may still compute
         settle(page)
-        ran = runs() - start
-        delay = page.evaluate("() => window.clickDelay")
-        print(f"{ID}: {moves} moves in {took:.1f} s ran the network {ran} times; a click after them waited "
-              f"{delay:.0f} ms")
-        assert 1 <= ran <= moves // 4, ran
-        assert delay < 1500, delay
+        ran, longest = runs() - start, page.evaluate("() => window.longestTask")
+        slow = sum(a > one_pass for a in answers)
+        print(f"{ID}: 200 moves in {took:.1f} s; one pass of the network {1000 * one_pass:.0f} ms; it ran {ran} "
+              f"times; answers slower than a pass {slow} of {len(answers)} (median "
+              f"{1000 * np.median(answers):.0f} ms, slowest {1000 * max(answers):.0f} ms); longest task {longest:.0f} ms")
+        assert slow <= len(answers) // 20, slow  # a few, where the machine itself paused the browser
+        assert max(answers) < max(3 * one_pass, 2.0), max(answers)
+        assert 1 <= ran < len(cells), ran  # not once a move: a run takes the latest image when the last one ends
         assert page.evaluate("() => window.busySeen"), "no 'computing…' while the network ran"
-        shown = page.locator(f"{root} .ax-pred").inner_text().split(": ")[1].split(" (")[0]
-        thumb = {"image": embedded_images()[3]["pixels"].tolist(), "query": [8, 8]}
-        assert shown == CIFAR10_CLASSES[reference(thumb, weights)["predicted"]]  # the last image's, not a stale one
+        shown = page.evaluate(f"() => window.attnconvExplorables['{ID}'].shown()")
+        want = _drawn(embedded_images()[0]["pixels"], cells)
+        assert np.array_equal(np.asarray(shown["inputs"]["image"]), want)  # the stroke's last image, not a stale one
+        once = loaded.compute(ID, {"image": want.tolist(), "query": shown["inputs"]["query"]})
+        assert shown["outputs"] == once  # exactly what the drawing gives computed once
+        _compare(once, reference({"image": want.tolist(), "query": shown["inputs"]["query"]}, weights))
+        assert CIFAR10_CLASSES[once["predicted"]] in page.locator(f"{root} .ax-pred").inner_text()
+        assert not loaded.errors, loaded.errors
     finally:
         loaded.context.close()
 

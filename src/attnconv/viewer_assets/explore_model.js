@@ -42,11 +42,7 @@
     N.cell("query", inputs.query, G, G);
     return px;
   }
-  function forward(px) {
-    root.dataset.evaluations = String(+(root.dataset.evaluations || 0) + 1);  // the network's runs, for the tests
-    return N.visionForward(weights, config, px);
-  }
-  function compute(inputs) { return summarise(forward(check(inputs)), inputs.query); }
+  function compute(inputs) { return summarise(N.visionForward(weights, config, check(inputs)), inputs.query); }
   function summarise(res, query) {
     var best = 0;
     for (var k = 1; k < res.logits.length; k++) if (res.logits[k] > res.logits[best]) best = k;
@@ -63,6 +59,7 @@
 
   // ---- the page -----------------------------------------------------------------------------------------------
   var state = defaults(), body = root.querySelector(".ax-body"), pen = [255, 255, 255], drawing = null;
+  root.dataset.busy = "1"; root.classList.add("ax-busy");  // until the first run has been shown
   var thumbs = spec.images.map(function (im, i) {
     return '<button type="button" class="ax-thumb" data-i="' + i + '" title="' + im.label + '" style="padding: 2px">' +
       '<canvas width="' + S + '" height="' + S + '" style="width: 36px; height: 36px; display: block; image-rendering: pixelated"></canvas></button>';
@@ -91,46 +88,76 @@
   function pixels(px) { var out = []; for (var i = 0; i < S * S; i++) out.push([px[3 * i], px[3 * i + 1], px[3 * i + 2]]); return out; }
   qa(".ax-thumb canvas").forEach(function (cv, i) { N.paint(cv, pixels(images[i]), S, S, rgb); });
 
-  // The network runs once per image (a query's maps reuse its run), and at most once per animation frame: a stroke
-  // of hundreds of moves paints its pixels at once and runs the network on the latest image when a frame is free.
-  var last = null, lastImage = null;
+  // The network runs once per image (a query's maps reuse its run), in slices of a few ms (N.sliced), so the page
+  // answers its reader while it computes: a stroke of hundreds of moves paints its pixels at once, and when a run
+  // ends on an image the pen has since changed, the next run takes the latest image. "computing…" shows meanwhile.
+  var last = null, lastImage = null, running = null, pending = N.pendingFields(), mapsAt = null;
+  var outputs = qa("canvas.ax-att").concat([q(".ax-classes")]);
   function paintInput() {
     var px = flat(state.image), cv = q("canvas.ax-input");
     N.paint(cv, pixels(px), S, S, rgb);
     var ctx = cv.getContext("2d"), b = cfg.block; ctx.strokeStyle = "red"; ctx.lineWidth = 0.6;
     ctx.strokeRect(state.query[1] * b + 0.3, state.query[0] * b + 0.3, b - 0.6, b - 0.6);
   }
-  var renderMs = 0;  // how long the network last took: a stroke waits three times that between runs
-  function render() {
-    if (lastImage !== state.image) {
-      var t0 = performance.now();
-      last = forward(flat(state.image)); lastImage = state.image;
-      renderMs = performance.now() - t0;
-    }
-    var out = summarise(last, state.query);
+  function busy(on) {
+    root.dataset.busy = on ? "1" : "";
+    root.classList.toggle("ax-busy", on);
+  }
+  function run() {  // the network on the current image, unless it has run on it or a run is going on
+    if (running || pending.any() || lastImage === state.image) return;
+    var image = state.image;
+    running = image; busy(true);
+    root.dataset.evaluations = String(+(root.dataset.evaluations || 0) + 1);  // the network's runs, for the tests
+    N.sliced(N.visionSteps(weights, config, flat(image)), function (res) {
+      running = null; last = res; lastImage = image;
+      show();
+      run();  // the pen has changed the image meanwhile: once more, on the latest
+    });
+  }
+  var shown = null;  // what the page shows: its inputs and compute's outputs for them (window...shown(), for tests)
+  function show() { showNow(); busy(running !== null); }  // busy until what the page shows is the latest
+  function showNow() {
     paintInput();
-    var p = out.probs;
+    q(".ax-mode").textContent = (drawing ? "drawing: drag on the image" : "tap a token: the query") +
+      "; query token (" + state.query[0] + ", " + state.query[1] + ")";
+    qa(".ax-thumb").forEach(function (bt, i) { bt.classList.toggle("ax-on", state.picked === i && !drawing); });
+    q(".ax-draw").classList.toggle("ax-on", !!drawing);
+    if (pending.any()) {  // a query field holds a value it cannot take: nothing is computed with the old one
+      q(".ax-pred").textContent = pending.note();
+      q(".ax-pred").classList.add("ax-warn");
+      N.dim(outputs, true);
+      root.dataset.stale = pending.keys().join(" ");
+      shown = null;
+      return;
+    }
+    delete root.dataset.stale;
+    q(".ax-pred").classList.remove("ax-warn");
+    N.dim(outputs, false);
+    [[".ax-qrow", 0], [".ax-qcol", 1]].forEach(function (f) {
+      var el = q(f[0]);
+      if (document.activeElement !== el && !el.classList.contains("ax-bad")) el.value = state.query[f[1]];
+    });
+    if (!last) return;
+    var out = summarise(last, state.query), p = out.probs;
+    shown = {inputs: {image: lastImage, query: state.query.slice()}, outputs: out};
     q(".ax-pred").innerHTML = "the model says: <b>" + spec.classes[out.predicted] + "</b> (" + (100 * p[out.predicted]).toFixed(0) + "%)";
     q(".ax-classes").innerHTML = spec.classes.map(function (c, k) {
       return '<div style="display: flex; align-items: center; gap: 4px; font-size: 12px"><span style="width: 6.5em; text-align: right">' + c +
         '</span><span style="display: inline-block; height: 10px; width: ' + Math.round(120 * p[k]) + 'px; background: ' +
         (k === out.predicted ? "#1f5fa8" : "#9bb7d8") + '"></span><span>' + (100 * p[k]).toFixed(1) + "%</span></div>";
     }).join("");
-    q(".ax-mode").textContent = (drawing ? "drawing: drag on the image" : "tap a token: the query") +
-      "; query token (" + state.query[0] + ", " + state.query[1] + ")";
+    var at = state.query.join(",");
+    if (at === mapsAt) return;  // a quadratic head's map depends on positions only: repainted when the query moves
+    mapsAt = at;
     qa("canvas.ax-att").forEach(function (c, i) {
       var l = Math.floor(i / cfg.num_heads), h = i % cfg.num_heads, m = flat(out.attention[l][h]), top = Math.max.apply(null, m);
       N.paint(c, m, G, G, function (v) { return N.ramp(v / top); });
       var cx = c.getContext("2d"); cx.strokeStyle = "red"; cx.lineWidth = 0.3; cx.strokeRect(state.query[1] + 0.1, state.query[0] + 0.1, 0.8, 0.8);
     });
-    qa(".ax-thumb").forEach(function (bt, i) { bt.classList.toggle("ax-on", state.picked === i && !drawing); });
-    q(".ax-draw").classList.toggle("ax-on", !!drawing);
-    [[".ax-qrow", 0], [".ax-qcol", 1]].forEach(function (f) {
-      var el = q(f[0]);
-      if (document.activeElement !== el && !el.classList.contains("ax-bad")) el.value = state.query[f[1]];
-    });
   }
-  var draw = N.scheduler(root, render), stroke = false, STROKE_GAP = 250;  // while a stroke goes on: at most 4 runs a second
+  var shownFrame = N.coalesce(show), inputFrame = N.coalesce(paintInput);  // at most once per animation frame
+  function draw() { busy(true); run(); shownFrame(); }  // busy first: a short run may end at once
+  window.attnconvExplorables[root.dataset.explorable].shown = function () { return shown; };
   state.picked = 0;
   qa(".ax-thumb").forEach(function (bt, i) {
     bt.addEventListener("click", function () { state.image = nestImage(images[i]); state.picked = i; drawing = null; draw(); });
@@ -141,19 +168,26 @@
     var px = []; for (var i = 0; i < S * S; i++) px.push(0, 0, 0);
     state.image = nestImage(px); state.picked = -1; drawing = true; draw();
   });
-  [[".ax-qrow", 0], [".ax-qcol", 1]].forEach(function (f) {
+  function settled(sel) { var el = q(sel); el.classList.remove("ax-bad"); el.removeAttribute("aria-invalid"); }
+  [[".ax-qrow", 0, "query row"], [".ax-qcol", 1, "query column"]].forEach(function (f) {
     N.guard(q(f[0]), q(".ax-query-msg"), function (text) {
       var v = N.number(text);
-      if (!Number.isInteger(v) || v < 0 || v >= G) return "the query is a token of the " + G + "×" + G + " grid: row and column are whole numbers from 0 to " + (G - 1);
+      if (!Number.isInteger(v) || v < 0 || v >= G) {
+        pending.hold(f[2], true); show();
+        return "the query is a token of the " + G + "×" + G + " grid: row and column are whole numbers from 0 to " + (G - 1) +
+          "; nothing is computed until they are (or tap a token)";
+      }
+      pending.hold(f[2], false);
       state.query = state.query.slice(); state.query[f[1]] = v; draw();
     });
   });
   N.onDrag(q("canvas.ax-input"), function (ev) {
     var cv = q("canvas.ax-input");
     if (!drawing) {
-      state.query = N.cellAt(cv, ev, G, G); draw();
-      [".ax-qrow", ".ax-qcol"].forEach(function (s) { q(s).classList.remove("ax-bad"); q(s).removeAttribute("aria-invalid"); });
+      state.query = N.cellAt(cv, ev, G, G);
+      settled(".ax-qrow"); settled(".ax-qcol"); pending.hold("query row", false); pending.hold("query column", false);
       q(".ax-query-msg").hidden = true;
+      draw();
       return;
     }
     var rc = N.cellAt(cv, ev, S, S), img = state.image.map(function (row) { return row.map(function (p) { return p.slice(); }); });
@@ -161,12 +195,8 @@
       var r = rc[0] + a, c = rc[1] + b;
       if (r >= 0 && r < S && c >= 0 && c < S) img[r][c] = pen.slice();
     }
-    state.image = img; state.picked = -1; stroke = true;
-    paintInput(); draw(Math.max(STROKE_GAP, 3 * renderMs));
+    state.image = img; state.picked = -1;
+    busy(true); inputFrame(); run();  // the pen's pixels at once; the network's answer when its run ends
   });
-  function release() { if (stroke) { stroke = false; draw(); } }  // the stroke's last image, at the next frame
-  window.addEventListener("mouseup", release);
-  q("canvas.ax-input").addEventListener("touchend", release);
-  q("canvas.ax-input").addEventListener("touchcancel", release);
-  render();
+  draw();
 })();

@@ -9,6 +9,7 @@
 //   lightconv          LightweightConv1d with boundary "zeros" or "renormalize"
 //   bandTaps/bandApply the same band stored as (N, 2k+1) taps, in time linear in N
 //   visionForward      SelfAttentionNet with quadratic attention (attnconv.models.vision)
+//   visionSteps        the same pass as a generator of small steps, for a page that must stay responsive
 // Loaded once per page, whatever the number of explorables on it.
 (function () {
   if (window.attnconvNumerics) return;
@@ -192,6 +193,27 @@
   // attnconv.explorables.vision); config: {image_size, block, hidden_dim, depth, num_heads, head_dim, mlp_dim,
   // num_classes, mean, std}. image: (S, S, 3) uint8 pixels. Returns the logits and every layer's heads' probs.
   function visionForward(weights, config, image) {
+    var steps = visionSteps(weights, config, image), r;
+    do { r = steps.next(); } while (!r.done);
+    return r.value;
+  }
+
+  // The same forward pass in small steps: a generator that yields after every few thousand multiply-adds and
+  // returns visionForward's result, so that a page can run the network in slices and answer its reader between
+  // them (no step is more than about 1% of the pass).
+  function* linearSteps(x, rows, lin, weight, bias, lout) {
+    var out = new Float64Array(rows * lout), chunk = Math.max(1, Math.floor(16384 / (lin * lout)));
+    for (var i = 0; i < rows; i++) {
+      for (var o = 0; o < lout; o++) {
+        var s = bias ? bias[o] : 0, wo = o * lin, xi = i * lin;
+        for (var k = 0; k < lin; k++) s += x[xi + k] * weight[wo + k];
+        out[i * lout + o] = s;
+      }
+      if ((i + 1) % chunk === 0) yield;
+    }
+    return out;
+  }
+  function* visionSteps(weights, config, image) {
     var s = config.image_size, bl = config.block, g = s / bl, n = g * g, ch = 3, d = config.hidden_dim;
     var patch = new Float64Array(n * bl * bl * ch);  // space_to_depth: a token's channels are its patch, row-major
     for (var r = 0; r < g; r++) for (var c = 0; c < g; c++) for (var a = 0; a < bl; a++) for (var b = 0; b < bl; b++)
@@ -199,10 +221,10 @@
         var px = image[((r * bl + a) * s + c * bl + b) * ch + k] / 255;
         patch[(r * g + c) * bl * bl * ch + (a * bl + b) * ch + k] = (px - config.mean[k]) / config.std[k];
       }
-    var x = linear(patch, n, bl * bl * ch, weights["embed.weight"], weights["embed.bias"], d), layers = [];
+    var x = yield* linearSteps(patch, n, bl * bl * ch, weights["embed.weight"], weights["embed.bias"], d), layers = [];
     for (var l = 0; l < config.depth; l++) {
       var pre = "blocks." + l + ".", nh = config.num_heads, dh = config.head_dim;
-      var v = linear(x, n, d, weights[pre + "attn.v_proj.weight"], weights[pre + "attn.v_proj.bias"], dh);
+      var v = yield* linearSteps(x, n, d, weights[pre + "attn.v_proj.weight"], weights[pre + "attn.v_proj.bias"], dh);
       var centers = weights[pre + "attn.positional.centers"], logAlpha = weights[pre + "attn.positional.log_alpha"];
       var merged = new Float64Array(n * nh * dh), heads = [];
       for (var h = 0; h < nh; h++) {
@@ -210,14 +232,15 @@
         heads.push(probs);
         var att = attendGrid(probs, v, g, g, dh);
         for (var t = 0; t < n; t++) for (k = 0; k < dh; k++) merged[t * nh * dh + h * dh + k] = att[t * dh + k];
+        yield;
       }
       layers.push(heads);
-      var out = linear(merged, n, nh * dh, weights[pre + "attn.out_proj.weight"], weights[pre + "attn.out_proj.bias"], d);
+      var out = yield* linearSteps(merged, n, nh * dh, weights[pre + "attn.out_proj.weight"], weights[pre + "attn.out_proj.bias"], d);
       for (t = 0; t < n * d; t++) out[t] += x[t];
       x = layerNorm(out, n, d, weights[pre + "norm1.weight"], weights[pre + "norm1.bias"], 1e-5);
-      var hid = linear(x, n, d, weights[pre + "mlp.0.weight"], weights[pre + "mlp.0.bias"], config.mlp_dim);
-      for (t = 0; t < hid.length; t++) hid[t] = gelu(hid[t]);
-      var mlp = linear(hid, n, config.mlp_dim, weights[pre + "mlp.2.weight"], weights[pre + "mlp.2.bias"], d);
+      var hid = yield* linearSteps(x, n, d, weights[pre + "mlp.0.weight"], weights[pre + "mlp.0.bias"], config.mlp_dim);
+      for (t = 0; t < hid.length; t++) { hid[t] = gelu(hid[t]); if ((t + 1) % 2048 === 0) yield; }
+      var mlp = yield* linearSteps(hid, n, config.mlp_dim, weights[pre + "mlp.2.weight"], weights[pre + "mlp.2.bias"], d);
       for (t = 0; t < n * d; t++) mlp[t] += x[t];
       x = layerNorm(mlp, n, d, weights[pre + "norm2.weight"], weights[pre + "norm2.bias"], 1e-5);
     }
@@ -353,35 +376,36 @@
     };
   }
 
-  // At most one render per animation frame, however many events ask for one: request() marks the root busy
-  // ("computing…" shows) and the render runs once the next frame has been painted. request(gap) also waits
-  // until gap ms have passed since the last render began (a stroke asks this, so that the network runs a few
-  // times a second while the pen moves); a later request() without a gap runs at the next frame.
-  function scheduler(root, render) {
-    var timer = null, framed = false, lastStart = -Infinity;
-    root.dataset.busy = "";
-    function run() {
-      framed = true;
-      requestAnimationFrame(function () {
-        setTimeout(function () {
-          framed = false;
-          lastStart = performance.now();
-          try { render(); } finally {
-            if (timer === null && !framed) { root.dataset.busy = ""; root.classList.remove("ax-busy"); }
-          }
-        }, 0);
-      });
-    }
-    return function request(gap) {
-      root.dataset.busy = "1";
-      root.classList.add("ax-busy");
-      if (framed) return;
-      var wait = gap ? lastStart + gap - performance.now() : 0;
-      if (wait > 0) { if (timer === null) timer = setTimeout(function () { timer = null; run(); }, wait); return; }
-      if (timer !== null) { clearTimeout(timer); timer = null; }
-      run();
+  // Long work in slices: sliced(steps, done) advances the generator steps for at most SLICE ms in each animation
+  // frame, so that between slices the page takes its reader's input and paints, then calls done(result) with
+  // the generator's return value. The page never waits on more than one slice, however long the work takes.
+  var SLICE = 12;
+  function sliced(steps, done) {
+    (function slice() {
+      var t0 = performance.now(), r;
+      do { r = steps.next(); } while (!r.done && performance.now() - t0 < SLICE);
+      if (r.done) done(r.value); else requestAnimationFrame(slice);
+    })();
+  }
+
+  // Typed fields that hold a value they cannot take (chapter 03's rule, for every explorable): while any does, the
+  // explorable computes nothing and its numbers read "not computed", rather than go on with a value the field no
+  // longer shows. hold(key, bad) records a field; note() is the sentence the page shows meanwhile.
+  function pendingFields() {
+    var keys = {};
+    return {
+      hold: function (key, bad) { if (bad) keys[key] = true; else delete keys[key]; return bad; },
+      any: function () { return Object.keys(keys).length > 0; },
+      keys: function () { return Object.keys(keys); },
+      note: function () {
+        var k = Object.keys(keys);
+        return "not computed: " + k.join(", ") + (k.length > 1 ? " hold values" : " holds a value") +
+          " it cannot take (marked in red)";
+      }
     };
   }
+  // Dim what an explorable shows while it computes nothing (elements), or bring it back.
+  function dim(elements, on) { elements.forEach(function (el) { el.style.opacity = on ? "0.25" : ""; }); }
 
   window.attnconvExplorables = window.attnconvExplorables || {};
   window.attnconvNumerics = {
@@ -390,6 +414,7 @@
     band: band, bandTaps: bandTaps, bandApply: bandApply, matmul: matmul, lightconv: lightconv, linear: linear, layerNorm: layerNorm, erf: erf, gelu: gelu,
     visionForward: visionForward, bytes: bytes, paint: paint, ramp: ramp, diverging: diverging, cellAt: cellAt,
     fractionAt: fractionAt, onDrag: onDrag, toArray: toArray, refuse: refuse, finiteIn: finiteIn, positive: positive,
-    allFinite: allFinite, cell: cell, number: number, guard: guard, coalesce: coalesce, scheduler: scheduler
+    allFinite: allFinite, cell: cell, number: number, guard: guard, coalesce: coalesce, sliced: sliced,
+    pendingFields: pendingFields, dim: dim, visionSteps: visionSteps
   };
 })();
