@@ -43,6 +43,20 @@ def _cyclic_shift(h, heads):
     return sp.Mod(h + _SHIFT, heads) + 1
 
 
+def _reflected_shift(h, heads):
+    """h → ((3 - h) mod N_h) + 1: the reflection followed by a cyclic shift, a bijection for N_h ≥ 4."""
+    return sp.Mod(3 - h, heads) + 1
+
+
+def _backward_shift(h, heads):
+    """h → ((h - 2) mod N_h) + 1: a cyclic shift backwards, a bijection for N_h ≥ 3."""
+    return sp.Mod(h - 2, heads) + 1
+
+
+def _reflection_one_past(h, heads):
+    return heads + 2 - h
+
+
 SIGN = "the encoding with the opposite sign, v = +α(1, -2Δ): no interior maximum"
 THIRD = sp.Rational(1, 3)
 HALF = sp.Rational(1, 2)
@@ -50,6 +64,8 @@ _U, _V = sp.symbols("u v", nonnegative=True)
 ANY_FRACTION = (_U - _V) / (2 * (1 + _U + _V))  # every f in (-1/2, 1/2), for u, v ≥ 0
 UNBOUNDED = sp.Symbol("f", real=True)  # a real fractional part with no bound
 DELTA = sp.Symbol("Delta", integer=True)
+ODD = sp.Symbol("O", integer=True, odd=True)
+TRIPLE = sum(sp.symbols("Delta1:4", integer=True))  # Δ_1 + Δ_2 + Δ_3
 
 IMAGE_CLAIMS: tuple[Claim, ...] = (
     Claim("conv-shifts", "a convolution is a sum of shifted inputs, each times one tap's matrix", "lem-conv-shifts",
@@ -96,7 +112,9 @@ IMAGE_CLAIMS: tuple[Claim, ...] = (
            ("the centre Δ(Δ+1)/4: a half-integer at Δ = 1", partial(img.hard_attention_limit,
                                                                    center=DELTA * (DELTA + 1) / 4)),
            ("the centre Δ + max(1/3, u), u ≥ 0 unbounded (a Max factor)",
-            partial(img.hard_attention_limit, offset=sp.Max(THIRD, _U)))),
+            partial(img.hard_attention_limit, offset=sp.Max(THIRD, _U))),
+           ("the centre (Δ_1 + Δ_2 + Δ_3)/20: a half-integer where Δ_1 + Δ_2 + Δ_3 = 10 (a linear form)",
+            partial(img.hard_attention_limit, center=TRIPLE / 20))),
           f"{CH03}#thm-attention-conv",
           ("tests/test_positional_image.py::test_hard_mode_is_exactly_one_hot_where_the_target_exists",
            "tests/test_positional_image.py::test_hard_mode_reads_every_key_up_to_the_last",
@@ -104,7 +122,10 @@ IMAGE_CLAIMS: tuple[Claim, ...] = (
            "tests/test_proofs_limit.py::test_floats_are_read_exactly",
            "tests/test_proofs_limit.py::test_max_and_min_give_a_verdict_never_a_traceback",
            "tests/test_proofs_limit.py::test_integrality_is_decided",
-           "tests/test_proofs_limit.py::test_a_centre_that_is_sometimes_a_half_integer_is_refuted_with_a_witness"),
+           "tests/test_proofs_limit.py::test_a_centre_that_is_sometimes_a_half_integer_is_refuted_with_a_witness",
+           "tests/test_proof_forms.py::test_axis_limit_reads_floats_exactly",
+           "tests/test_proof_forms.py::test_integrality_is_decided_for_parity_and_linear_forms",
+           "tests/test_proof_forms.py::test_bounded_parts_give_a_verdict_and_never_a_traceback"),
           (("an off-grid centre Δ + 1/3 (unique nearest key Δ)", partial(img.hard_attention_limit, offset=THIRD)),
            ("an off-grid centre Δ + 2/3 (unique nearest key Δ + 1)",
             partial(img.hard_attention_limit, offset=sp.Rational(2, 3))),
@@ -119,7 +140,13 @@ IMAGE_CLAIMS: tuple[Claim, ...] = (
            ("the centre Δ + min(1/3, u), u ≥ 0 (a Min factor)",
             partial(img.hard_attention_limit, offset=sp.Min(THIRD, _U))),
            ("the centre Δ + max(-1/4, min(1/3, f)), f real (a clamped fraction)",
-            partial(img.hard_attention_limit, offset=sp.Max(-sp.Rational(1, 4), sp.Min(THIRD, UNBOUNDED)))))),
+            partial(img.hard_attention_limit, offset=sp.Max(-sp.Rational(1, 4), sp.Min(THIRD, UNBOUNDED)))),
+           ("the centre O/2 + 1/2 for an odd O, always an integer (parity)",
+            partial(img.hard_attention_limit, center=ODD / 2 + HALF)),
+           ("the centre (Δ_1 + Δ_2 + Δ_3)/20 + 1/40, never a half-integer (a linear form, decided by Bézout)",
+            partial(img.hard_attention_limit, center=TRIPLE / 20 + sp.Rational(1, 40))),
+           ("the centre Δ + sin(f)/3, f real (a bounded part)",
+            partial(img.hard_attention_limit, offset=sp.sin(UNBOUNDED) / 3)))),
     Claim("lemma-1", "heads that each attend to one shift, concatenated and projected, form a convolution",
           "lem-heads-shifts", img.lemma1_block_identity,
           ((SIGN, partial(img.lemma1_block_identity, sign=1)),
@@ -131,19 +158,26 @@ IMAGE_CLAIMS: tuple[Claim, ...] = (
            ("every head moved to the next tap, h → h + 1, without wrap-around (tap 1 has no head)",
             partial(img.lemma1_block_identity, relabel=_next_tap)),
            ("the heads relabelled h → N_h - h (a reflection one short: tap 0 does not exist)",
-            partial(img.lemma1_block_identity, relabel=_reflection_one_short))),
+            partial(img.lemma1_block_identity, relabel=_reflection_one_short)),
+           ("the heads relabelled h → N_h + 2 - h (a reflection one past: head 1 on tap N_h + 1)",
+            partial(img.lemma1_block_identity, relabel=_reflection_one_past))),
           f"{CH03}#lem-heads-shifts",
           ("tests/test_construct_image.py::test_heads_are_one_hot_and_centres_are_the_kernel_grid",
            "tests/test_proofs_image.py::test_lemma1_rejects_a_non_shift",
            "tests/test_proofs_image.py::test_lemma1_compares_up_to_a_relabelling_of_heads",
-           "tests/test_proofs_image.py::test_lemma1_recognises_a_symbolic_relabelling_of_all_heads"),
+           "tests/test_proofs_image.py::test_lemma1_recognises_a_symbolic_relabelling_of_all_heads",
+           "tests/test_proof_forms.py::test_lemma1_compares_sums_over_heads_up_to_a_relabelling"),
           (("heads 1 and 2 exchanged, each with its tap, value and output block",
             partial(img.lemma1_block_identity, relabel=(2, 1))),
            ("heads 1, 2, 3 relabelled by a 3-cycle", partial(img.lemma1_block_identity, relabel=(2, 3, 1))),
            ("all N_h heads relabelled h → N_h + 1 - h (centre, value and block moved together)",
             partial(img.lemma1_block_identity, relabel=_reflection)),
            ("all N_h heads shifted cyclically by c ≥ 0, h → ((h + c) mod N_h) + 1",
-            partial(img.lemma1_block_identity, relabel=_cyclic_shift)))),
+            partial(img.lemma1_block_identity, relabel=_cyclic_shift)),
+           ("all N_h heads reflected, then shifted, h → ((3 - h) mod N_h) + 1",
+            partial(img.lemma1_block_identity, relabel=_reflected_shift)),
+           ("all N_h heads shifted backwards, h → ((h - 2) mod N_h) + 1",
+            partial(img.lemma1_block_identity, relabel=_backward_shift)))),
     Claim("rank-condition", "rank W_Δ ≤ D_h suffices for one head per tap (not necessary: see the counterexample)",
           "lem-rank-bound", img.rank_condition,
           (("heads one dimension too small", partial(img.rank_condition, short_by=1)),),
