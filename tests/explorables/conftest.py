@@ -127,3 +127,38 @@ def check_typed_refusals(loaded: Loaded, field: str, message: str, good: str, ba
     settle()
     assert not msg.is_visible() and page.locator(watch).inner_text() == kept
     assert not loaded.errors, loaded.errors
+
+
+def check_not_computed(loaded: Loaded, field: str, message: str, good: str, bad, expect: str, numbers: str,
+                       meanwhile=None, settle=lambda: None) -> None:
+    """Each of ``bad`` typed into ``field`` shows ``message`` (a selector) next to it, saying ``expect``, marks the
+    field, and the explorable computes nothing: ``numbers`` (a selector of what it shows) reads "not computed" and
+    its root's ``data-stale`` names the field, rather than going on with a value the field no longer shows. Then
+    ``meanwhile()`` (another control moved while the field is still wrong) computes nothing either. ``good`` again
+    hides the message and computes (what it computed before, when nothing else moved)."""
+    page = loaded.page
+    box, msg, shown = page.locator(field), page.locator(message), page.locator(numbers)
+    root = page.locator(field).locator("xpath=ancestor::div[contains(@class, 'attnconv-explorable')]")
+    box.fill(good)
+    settle()
+    assert not msg.is_visible(), msg.inner_text()
+    computed = shown.inner_text()
+    assert "not computed" not in computed, computed
+    for value in bad:
+        box.fill(value)
+        settle()
+        assert msg.is_visible() and expect in msg.inner_text(), (value, msg.inner_text())
+        assert "ax-bad" in (box.get_attribute("class") or "") and box.get_attribute("aria-invalid") == "true", value
+        assert "not computed" in shown.inner_text(), (value, shown.inner_text())
+        assert root.get_attribute("data-stale"), value
+    if meanwhile is not None:
+        meanwhile()
+        settle()
+        assert "not computed" in shown.inner_text() and box.input_value() == bad[-1], shown.inner_text()
+    box.fill(good)
+    settle()
+    assert not msg.is_visible() and "not computed" not in shown.inner_text(), shown.inner_text()
+    assert root.get_attribute("data-stale") is None
+    if meanwhile is None:
+        assert shown.inner_text() == computed
+    assert not loaded.errors, loaded.errors

@@ -9,8 +9,7 @@ import pytest
 from attnconv.explorables import standalone_page
 from attnconv.explorables.attention_map import attention_explorable, reference
 
-from .conftest import (check_layout, check_typed_refusals, open_page, refusal, touch_drag,
-                       worst_relative_error)
+from .conftest import check_layout, check_not_computed, open_page, refusal, touch_drag, worst_relative_error
 
 ID = "ch02-attention"
 TOL = 1.2e-7  # float32 rounding (its machine epsilon), relative to the larger of 1 and the output
@@ -105,15 +104,32 @@ def test_compute_refuses_odd_input_with_a_message(browser, html, tmp_path, chang
 
 
 @pytest.mark.parametrize("width, touch", [(1400, False), (400, True)])
-def test_typed_controls_refuse_odd_values_next_to_them(browser, html, tmp_path, width, touch):
+def test_typed_controls_refuse_odd_values_next_to_them_and_compute_nothing(browser, html, tmp_path, width, touch):
+    """τ of 0, -1, NaN, 1e200, ... or a query off the grid: a message next to the field, and nothing computed with the
+    old value while the field shows the new one, not even when the query or the slider moves meanwhile."""
     loaded = open_page(browser, html, tmp_path, width, touch)
-    root = f"#attnconv-x-{ID}"
+    page, root = loaded.page, f"#attnconv-x-{ID}"
     try:
         summary = f"{root} .ax-summary"
-        check_typed_refusals(loaded, f"{root} .ax-temp-in", f"{root} .ax-temp-msg", "0.5",
-                             ["0", "-1", "NaN", "", "abc", "1e200", "1e-9"], summary, "τ must be a number")
-        check_typed_refusals(loaded, f"{root} .ax-qrow", f"{root} .ax-query-msg", "3",
-                             ["16", "-1", "2.5", "NaN", "1e200", ""], summary, "whole numbers from 0 to 15")
+
+        def tap_a_token():
+            img = page.locator(f"{root} canvas.ax-input")
+            img.scroll_into_view_if_needed()
+            b = img.bounding_box()
+            at = (b["x"] + 0.8 * b["width"], b["y"] + 0.2 * b["height"])
+            page.touchscreen.tap(*at) if touch else page.mouse.click(*at)
+
+        check_not_computed(loaded, f"{root} .ax-temp-in", f"{root} .ax-temp-msg", "0.5",
+                           ["0", "-1", "NaN", "", "abc", "1e200", "1e-9"], "τ must be a number", summary,
+                           meanwhile=tap_a_token)
+        check_not_computed(loaded, f"{root} .ax-qrow", f"{root} .ax-query-msg", "3",
+                           ["16", "-1", "2.5", "NaN", "1e200", ""], "whole numbers from 0 to 15", summary,
+                           meanwhile=lambda: page.locator(f"{root} .ax-temp").fill("0.5"))
+        page.locator(f"{root} .ax-temp-in").fill("0")  # the slider replaces a refused τ, and computes again
+        assert "not computed" in page.locator(summary).inner_text()
+        page.locator(f"{root} .ax-temp").fill("1")
+        assert "not computed" not in page.locator(summary).inner_text()
+        assert not page.locator(f"{root} .ax-temp-msg").is_visible()
         check_layout(loaded, root, width)
     finally:
         loaded.context.close()

@@ -134,22 +134,30 @@ def test_compute_refuses_odd_input_with_a_message(browser, html, tmp_path, bias,
         loaded.context.close()
 
 
-def test_a_typed_bias_out_of_range_is_refused_next_to_it(browser, html, tmp_path):
+def test_a_typed_bias_out_of_range_is_refused_next_to_it_and_nothing_is_computed(browser, html, tmp_path):
+    """NaN, -7, 1e200, an empty field: a message next to the biases, and nothing computed with the old bias while
+    the field shows the new one, not even when another bias is typed meanwhile; dragging the bar, a k button or
+    the flat kernel replace the refused value and compute again."""
+    from .conftest import check_not_computed
+
     loaded = open_page(browser, html, tmp_path, 400, True)
     page, root = loaded.page, f"#attnconv-x-{ID}"
     try:
-        cell, msg = page.locator(f"{root} .ax-bin").nth(1), page.locator(f"{root} .ax-bias-msg")
-        cell.fill("2.5")
-        assert page.locator(f"{root} .ax-bval").nth(1).inner_text() == "2.5" and not msg.is_visible()
-        kept = page.locator(f"{root} .ax-mass").inner_text()
-        for bad in ("NaN", "-7", "1e200", "", "abc"):
-            cell.fill(bad)
-            assert msg.is_visible() and "from −4 to 4" in msg.inner_text(), bad
-            assert "ax-bad" in cell.get_attribute("class")
-            assert page.locator(f"{root} .ax-bval").nth(1).inner_text() == "2.5"  # the last good state stays
-            assert page.locator(f"{root} .ax-mass").inner_text() == kept
+        cell, mass = page.locator(f"{root} .ax-bin").nth(1), page.locator(f"{root} .ax-mass")
+        check_not_computed(loaded, f"{root} .ax-bin >> nth=1", f"{root} .ax-bias-msg", "2.5",
+                           ["NaN", "-7", "1e200", "", "abc", "1e400"], "from −4 to 4", f"{root} .ax-mass",
+                           meanwhile=lambda: page.locator(f"{root} .ax-bin").nth(3).fill("0.5"))
+        assert page.locator(f"{root} .ax-bval").nth(1).inner_text() == "2.5"
+        for replace in (lambda: page.locator(f"{root} button[data-k='3']").tap(),
+                        lambda: page.locator(f"{root} .ax-flat").tap()):
+            page.locator(f"{root} .ax-bin").nth(1).fill("9")
+            assert "not computed" in mass.inner_text()
+            replace()
+            assert "not computed" not in mass.inner_text() and not page.locator(f"{root} .ax-bias-msg").is_visible()
+            assert "ax-bad" not in (page.locator(f"{root} .ax-bin").nth(1).get_attribute("class") or "")
         cell.fill("-1")
-        assert not msg.is_visible() and page.locator(f"{root} .ax-bval").nth(1).inner_text() == "−1.0"
+        assert page.locator(f"{root} .ax-bval").nth(1).inner_text() == "−1.0"
         check_layout(loaded, root, 400)
+        assert not loaded.errors, loaded.errors
     finally:
         loaded.context.close()

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from attnconv.explorables import standalone_page
 from attnconv.explorables.ssm_duality import reference, ssm_explorable
 
-from .conftest import check_layout, open_page, worst_relative_error
+from .conftest import check_layout, check_not_computed, open_page, worst_relative_error
 
 ID = "ch08-ssm"
 TOL = 1e-12  # the page computes in float64, as the library does here
@@ -61,11 +61,16 @@ def test_reader_moves_the_decay(browser, html, tmp_path, width, touch):
         expect(page.locator(f"{root} .ax-a-val")).to_have_text("a = 0.30")
         assert "e-1" in page.locator(f"{root} .ax-diff").inner_text()  # rounding only: 1e-16 or so
         typed = page.locator(f"{root} .ax-a-in")
-        typed.fill("2")
-        assert "from −1 to 1" in page.locator(f"{root} .ax-a-msg").inner_text()
-        assert page.locator(f"{root} .ax-a-val").inner_text() == "a = 0.30"  # the last good state stays
+        check_not_computed(loaded, f"{root} .ax-a-in", f"{root} .ax-a-msg", "0.3",
+                           ["2", "-1.5", "NaN", "", "abc", "1e200", "1e400"], "from −1 to 1", f"{root} .ax-diff")
         typed.fill("-0.5")
         assert page.locator(f"{root} .ax-a-val").inner_text() == "a = −0.50"
+        typed.fill("7")  # the slider replaces a refused a, and computes again
+        assert "not computed" in page.locator(f"{root} .ax-diff").inner_text()
+        page.locator(f"{root} .ax-a").fill("0.5")
+        expect(page.locator(f"{root} .ax-a-val")).to_have_text("a = 0.50")
+        assert "not computed" not in page.locator(f"{root} .ax-diff").inner_text()
+        assert not page.locator(f"{root} .ax-a-msg").is_visible()
         check_layout(loaded, root, width)
         assert not loaded.errors and not loaded.requests
     finally:

@@ -297,17 +297,32 @@ def test_compute_refuses_odd_input_with_a_message(browser, tmp_path, change, exp
         loaded.context.close()
 
 
-def test_a_typed_query_off_the_grid_is_refused_next_to_it(browser, tmp_path):
-    from .conftest import check_typed_refusals
+def test_a_typed_query_off_the_grid_is_refused_next_to_it_and_nothing_is_computed(browser, tmp_path):
+    """A query off the grid: a message next to the field, and the page computes nothing while the field shows it,
+    not even for a stroke drawn meanwhile (the network does not run); a good query computes again."""
+    from .conftest import check_not_computed
 
     loaded = open_page(browser, _page(export_weights(_random_model(), "random"), "random"), tmp_path, 400, True)
-    root = f"#attnconv-x-{ID}"
+    page, root = loaded.page, f"#attnconv-x-{ID}"
+    runs = lambda: int(page.evaluate(f"() => document.querySelector('{root}').dataset.evaluations"))  # noqa: E731
+
+    def stroke():
+        before = runs()
+        page.locator(f"{root} .ax-pen").nth(2).tap()
+        img = page.locator(f"{root} canvas.ax-input")
+        img.scroll_into_view_if_needed()
+        b = img.bounding_box()
+        touch_drag(page, [(b["x"] + b["width"] * f, b["y"] + b["height"] / 2) for f in (0.1, 0.5, 0.9)])
+        settle(page)
+        assert runs() == before  # the network did not run while the query field was wrong
+
     try:
-        for field in (".ax-qrow", ".ax-qcol"):
-            check_typed_refusals(loaded, f"{root} {field}", f"{root} .ax-query-msg", "2",
-                                 ["16", "-1", "2.5", "NaN", "1e200", ""], f"{root} .ax-mode",
-                                 "whole numbers from 0 to 15", settle=lambda: settle(loaded.page))
-        assert "query token (2, 2)" in loaded.page.locator(f"{root} .ax-mode").inner_text()
+        settle(page)
+        for field, meanwhile in ((".ax-qrow", stroke), (".ax-qcol", None)):
+            check_not_computed(loaded, f"{root} {field}", f"{root} .ax-query-msg", "2",
+                               ["16", "-1", "2.5", "NaN", "1e200", ""], "whole numbers from 0 to 15", f"{root} .ax-pred",
+                               meanwhile=meanwhile, settle=lambda: settle(page))
+        assert "query token (2, 2)" in page.locator(f"{root} .ax-mode").inner_text()
         check_layout(loaded, root, 400)
     finally:
         loaded.context.close()

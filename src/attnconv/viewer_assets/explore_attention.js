@@ -92,7 +92,19 @@
     };
   }
   function mark(canvas, r, c) { var ctx = canvas.getContext("2d"); ctx.strokeStyle = "red"; ctx.lineWidth = 0.25; ctx.strokeRect(c + 0.1, r + 0.1, 0.8, 0.8); }
+  // A typed field holding a value it cannot take stops the page computing (N.pendingFields), until it holds one.
+  var pending = N.pendingFields(), outputs = qa("canvas").filter(function (c) { return !c.classList.contains("ax-input"); });
   function draw() {
+    if (pending.any()) {
+      q(".ax-summary").textContent = pending.note();
+      q(".ax-summary").classList.add("ax-warn");
+      N.dim(outputs, true);
+      root.dataset.stale = pending.keys().join(" ");
+      return;
+    }
+    delete root.dataset.stale;
+    q(".ax-summary").classList.remove("ax-warn");
+    N.dim(outputs, false);
     var out = compute(state), m = flat(out.attention), top = Math.max.apply(null, m), img = flat(state.image);
     var lo = Math.min.apply(null, m);
     var rgb = function (v) { return [Math.round(255 * v[0]), Math.round(255 * v[1]), Math.round(255 * v[2])]; };
@@ -132,18 +144,28 @@
   q(".ax-image").addEventListener("change", function (ev) { state.image = images[+ev.target.value]; draw(); });
   qa("button[data-head]").forEach(function (b, h) { b.addEventListener("click", function () { state.head = h; draw(); }); });
   qa("canvas.ax-small").forEach(function (cv, h) { cv.addEventListener("click", function () { state.head = h; draw(); }); });
-  q(".ax-temp").addEventListener("input", function (ev) {
-    state.temperature = Math.pow(10, parseFloat(ev.target.value)); settled(".ax-temp-in"); q(".ax-temp-msg").hidden = true; draw();
+  q(".ax-temp").addEventListener("input", function (ev) {  // the slider replaces a refused τ
+    state.temperature = Math.pow(10, parseFloat(ev.target.value)); settled(".ax-temp-in"); q(".ax-temp-msg").hidden = true;
+    pending.hold("τ", false); draw();
   });
   N.guard(q(".ax-temp-in"), q(".ax-temp-msg"), function (text) {  // τ typed: 0.001 to 1000 (the slider spans 0.1 to 100)
     var v = N.number(text);
-    if (!isFinite(v) || v < 1e-3 || v > 1e3) return "τ must be a number from 0.001 to 1000; it stays " + state.temperature.toPrecision(2);
+    if (!isFinite(v) || v < 1e-3 || v > 1e3) {
+      pending.hold("τ", true); draw();
+      return "τ must be a number from 0.001 to 1000: nothing is computed until it is one (or move the slider)";
+    }
+    pending.hold("τ", false);
     state.temperature = v; q(".ax-temp").value = Math.max(-1, Math.min(2, Math.log10(v))); draw();
   });
-  [[".ax-qrow", 0], [".ax-qcol", 1]].forEach(function (f) {
+  [[".ax-qrow", 0, "query row"], [".ax-qcol", 1, "query column"]].forEach(function (f) {
     N.guard(q(f[0]), q(".ax-query-msg"), function (text) {
       var v = N.number(text);
-      if (!Number.isInteger(v) || v < 0 || v >= G) return "the query is a token of the " + G + "×" + G + " grid: row and column are whole numbers from 0 to " + (G - 1);
+      if (!Number.isInteger(v) || v < 0 || v >= G) {
+        pending.hold(f[2], true); draw();
+        return "the query is a token of the " + G + "×" + G + " grid: row and column are whole numbers from 0 to " + (G - 1) +
+          "; nothing is computed until they are (or tap a token)";
+      }
+      pending.hold(f[2], false);
       state.query = state.query.slice(); state.query[f[1]] = v; draw();
     });
   });
@@ -151,7 +173,8 @@
   var dragged = N.coalesce(function () { draw(); });  // a drag renders at most once per frame, and on release
   ["canvas.ax-input", "canvas.ax-map", "canvas.ax-overlay"].forEach(function (sel) {
     N.onDrag(q(sel), function (ev) {
-      state.query = N.cellAt(q(sel), ev, G, G); settled(".ax-qrow"); settled(".ax-qcol"); q(".ax-query-msg").hidden = true; dragged();
+      state.query = N.cellAt(q(sel), ev, G, G); settled(".ax-qrow"); settled(".ax-qcol"); q(".ax-query-msg").hidden = true;
+      pending.hold("query row", false); pending.hold("query column", false); dragged();
     });
   });
   draw();

@@ -82,8 +82,12 @@
     qa(".ax-bin").forEach(function (el, t) {
       el.value = state.bias[t];
       N.guard(el, q(".ax-bias-msg"), function (text) {
-        var v = N.number(text);
-        if (!isFinite(v) || v < -LIMIT || v > LIMIT) return "b(" + String(t - k).replace("-", "−") + ") must be a number from −" + LIMIT + " to " + LIMIT + "; it stays " + state.bias[t];
+        var v = N.number(text), name = "b(" + String(t - k).replace("-", "−") + ")";
+        if (!isFinite(v) || v < -LIMIT || v > LIMIT) {
+          pending.hold(name, true); draw();
+          return name + " must be a number from −" + LIMIT + " to " + LIMIT + ": nothing is computed until it is one (or drag its bar)";
+        }
+        pending.hold(name, false);
         state.bias = state.bias.slice(); state.bias[t] = v; draw();
       });
     });
@@ -101,16 +105,35 @@
     line(ctx, out.renormalized.map(function (r) { return r[c]; }), "#1f5fa8", 4);
     line(ctx, out.zero_padded.map(function (r) { return r[c]; }), "#d95f02", 3);
   }
+  // A typed bias the page cannot take stops it computing (N.pendingFields), until that field, its bar, a k button
+  // or the flat kernel gives one: it never goes on with a value the field no longer shows.
+  var pending = N.pendingFields(), outputs = qa("canvas");
+  function name(t) { return "b(" + String(t - (state.bias.length - 1) / 2).replace("-", "−") + ")"; }
+  function settle(t) {  // field t holds its bias again
+    var el = qa(".ax-bin")[t];
+    pending.hold(name(t), false);
+    if (el) { el.value = state.bias[t]; el.classList.remove("ax-bad"); el.removeAttribute("aria-invalid"); }
+    if (!pending.any()) q(".ax-bias-msg").hidden = true;
+  }
   function draw() {
+    if (pending.any()) {
+      q(".ax-mass").textContent = pending.note();
+      q(".ax-mass").classList.add("ax-warn");
+      N.dim(outputs, true);
+      root.dataset.stale = pending.keys().join(" ");
+      return;
+    }
+    delete root.dataset.stale;
+    q(".ax-mass").classList.remove("ax-warn");
+    N.dim(outputs, false);
     var out = compute(state), k = (state.bias.length - 1) / 2;
     qa(".ax-bar").forEach(function (el, t) {
       var v = state.bias[t], y = BAR_H / 2 * (1 - v / LIMIT);
       el.style.top = Math.min(y, BAR_H / 2) + "px"; el.style.height = Math.max(1, Math.abs(BAR_H / 2 - y)) + "px";
     });
     qa(".ax-bval").forEach(function (el, t) { el.textContent = state.bias[t].toFixed(1).replace("-", "−"); });
-    var typing = qa(".ax-bin").indexOf(document.activeElement) >= 0;
-    qa(".ax-bin").forEach(function (el, t) { if (document.activeElement !== el) { el.value = state.bias[t]; el.classList.remove("ax-bad"); el.removeAttribute("aria-invalid"); } });
-    if (!typing) q(".ax-bias-msg").hidden = true;
+    qa(".ax-bin").forEach(function (el, t) { if (document.activeElement !== el) el.value = state.bias[t]; });
+    q(".ax-bias-msg").hidden = true;
     qa(".ax-kval").forEach(function (el, t) { el.textContent = out.kernel[t].toFixed(2); });
     var m = flat(out.attention), cv = q("canvas.ax-matrix");
     N.paint(cv, m, n, n, function (v) { return v === 0 ? [255, 255, 255] : N.ramp(v); });
@@ -120,7 +143,8 @@
       "attention renormalises to <b>" + (100 * out.renormalized[0][0]).toFixed(0) + "%</b>";
     qa("button[data-k]").forEach(function (b) { b.classList.toggle("ax-on", +b.dataset.k === k); });
   }
-  function setK(k) {
+  function setK(k) {  // new bars and fields: every refused value is replaced
+    pending = N.pendingFields(); q(".ax-bias-msg").hidden = true;
     var old = state.bias, ok = (old.length - 1) / 2, next = [];
     for (var d = -k; d <= k; d++) next.push(Math.abs(d) <= ok ? old[d + ok] : -1);
     state.bias = next; bars(); draw();
@@ -134,11 +158,14 @@
         if (pt.clientX < r.left - 2 || pt.clientX > r.right + 2) return;
         var v = LIMIT * (1 - 2 * (pt.clientY - r.top) / r.height);
         state.bias = state.bias.slice(); state.bias[t] = Math.round(Math.max(-LIMIT, Math.min(LIMIT, v)) * 10) / 10;
+        settle(t);  // the bar replaces a refused value in its field
       });
       dragged();
     });
   }
   qa("button[data-k]").forEach(function (b) { b.addEventListener("click", function () { setK(+b.dataset.k); }); });
-  q(".ax-flat").addEventListener("click", function () { state.bias = state.bias.map(function () { return 0; }); draw(); });
+  q(".ax-flat").addEventListener("click", function () {
+    state.bias = state.bias.map(function () { return 0; }); state.bias.forEach(function (v, t) { settle(t); }); draw();
+  });
   bars(); wire(); draw();
 })();

@@ -196,7 +196,7 @@
       if (r >= 0 && r < S && c >= 0 && c < S) img[r][c] = pen.slice();
     }
     state.image = img; state.picked = -1;
-    busy(true); inputFrame(); run();  // the pen's pixels at once; the network's answer when its run ends
+    inputFrame(); run(); busy(running !== null);  // the pen's pixels at once; the network's answer when its run ends
   });
   draw();
 })();

@@ -89,7 +89,20 @@
   }
   function flat(m) { var out = []; m.forEach(function (r) { out.push.apply(out, r); }); return out; }
   function maxAbs(a) { return a.reduce(function (m, v) { return Math.max(m, Math.abs(v)); }, 1e-12); }
+  // A typed a that the page cannot take stops it computing (N.pendingFields), until the field or the slider gives one.
+  var pending = N.pendingFields(), outputs = N.toArray(root.querySelectorAll("canvas"));
   function draw() {
+    if (pending.any()) {
+      q(".ax-diff").textContent = pending.note();
+      q(".ax-diff").classList.add("ax-warn");
+      q(".ax-a-val").textContent = "a: not computed";
+      N.dim(outputs, true);
+      root.dataset.stale = pending.keys().join(" ");
+      return;
+    }
+    delete root.dataset.stale;
+    q(".ax-diff").classList.remove("ax-warn");
+    N.dim(outputs, false);
     var out = compute(state);
     q(".ax-a").value = state.a;
     if (document.activeElement !== q(".ax-a-in")) q(".ax-a-in").value = state.a;
@@ -106,10 +119,18 @@
     q(".ax-diff").innerHTML = "largest difference between the three outputs: <b>" + diff.toExponential(1) + "</b>";
   }
   var dragged = N.coalesce(draw);
-  q(".ax-a").addEventListener("input", function () { state.a = Number(q(".ax-a").value); dragged(); });
+  q(".ax-a").addEventListener("input", function () {  // the slider replaces a refused a
+    state.a = Number(q(".ax-a").value); pending.hold("a", false);
+    var el = q(".ax-a-in"); el.classList.remove("ax-bad"); el.removeAttribute("aria-invalid"); q(".ax-a-msg").hidden = true;
+    dragged();
+  });
   N.guard(q(".ax-a-in"), q(".ax-a-msg"), function (text) {
     var v = N.number(text);
-    if (!isFinite(v) || v < -1 || v > 1) return "a must be a number from −1 to 1; it stays " + state.a;
+    if (!isFinite(v) || v < -1 || v > 1) {
+      pending.hold("a", true); draw();
+      return "a must be a number from −1 to 1: nothing is computed until it is one (or move the slider)";
+    }
+    pending.hold("a", false);
     state.a = v; draw();
   });
   draw();
