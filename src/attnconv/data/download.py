@@ -398,8 +398,9 @@ def fetch_checked(url: str, dest: str | os.PathLike, md5: str | None, *, progres
     Raises:
         ValueError: ``url`` or ``md5`` has the wrong form (the message names ``setting`` or ``md5``), or a limit.
         RuntimeError: the download failed its md5 check.
-        FileNotFoundError: the download failed: offline, refused, an HTTP error, no byte for the timeout, a rate
-            under the floor, a connection that closed early. The message names the address.
+        FileNotFoundError: the download failed: offline, refused, an HTTP error, no byte for the timeout, headers
+            not complete within the timeout, a rate under the floor, a connection that closed early. The message
+            names the address.
         NotADirectoryError, OSError: ``dest``'s folder cannot be created.
     """
     from .paths import ensure_cache_folder
