@@ -24,10 +24,12 @@ from attnconv.positional import QuadraticEncoding
 from attnconv.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from attnconv.train.cli import main
 from attnconv.train.folder import LOCK_FILE
-from attnconv.train.runs import CHECKPOINT_NAME, _parse_value, apply_overrides
+from attnconv.train.runs import CHECKPOINT_NAME, NonFiniteLossError, _parse_value, apply_overrides
 from attnconv.train.vision_config import VISION_CONFIGS
 
 from .test_train import _config, _tiny_data
+from .test_train_bert import SMOKE as BERT_SMOKE
+from .test_train_bert import corpora, data  # noqa: F401 (fixtures: the sample corpora, tokenised)
 
 
 def _no_data(*args, **kwargs):
@@ -192,6 +194,68 @@ def _inject(monkeypatch, on_step=None, config=None):
     def train(config_, out, resume=False, data_path=None):
         return REAL_TRAIN(config or config_, out, resume=resume, data=SMOKE_DATA, data_path=data_path, on_step=on_step)
     monkeypatch.setattr(vision, "train_vision", train)
+
+
+def _poison(module) -> None:
+    with torch.no_grad():
+        next(module.parameters()).view(-1)[0] = math.inf
+
+
+def test_an_update_that_overflows_after_a_finite_loss_writes_no_checkpoint(tmp_path, monkeypatch, capsys):
+    """The loss is checked before each update, so the epoch's last update can overflow unseen: the run stops before
+    the epoch's checkpoint and metrics, rather than saving an infinite weight as "the last good checkpoint"."""
+    real_epoch = vision._train_epoch
+
+    def overflowing(epoch, m, *args, **kwargs):
+        result = real_epoch(epoch, m, *args, **kwargs)
+        if epoch == 0:
+            _poison(m.net)  # as a last update with a huge step would leave it
+        return result
+
+    _inject(monkeypatch)
+    monkeypatch.setattr(vision, "_train_epoch", overflowing)
+    run = tmp_path / "run"
+    assert _smoke(run) == 1
+    err = _one_line(capsys, "vision: training stopped: ", "is not finite after epoch 1, although the loss was",
+                    "no checkpoint was written yet")
+    assert not (run / CHECKPOINT_NAME).exists() and not (run / "metrics.jsonl").exists(), list(run.iterdir())
+
+
+def test_a_non_finite_test_loss_writes_no_checkpoint(tmp_path, monkeypatch, capsys):
+    real_evaluate = vision._evaluate
+    calls = [0]
+
+    def evaluate(*args, **kwargs):
+        result = real_evaluate(*args, **kwargs)
+        calls[0] += 1
+        return {**result, "test_loss": math.nan} if calls[0] == 2 else result  # epoch 2's test loss
+
+    _inject(monkeypatch)
+    monkeypatch.setattr(vision, "_evaluate", evaluate)
+    run = tmp_path / "run"
+    assert _smoke(run) == 1
+    _one_line(capsys, "training stopped: the evaluation loss is nan after epoch 2", f"{run / CHECKPOINT_NAME}, is kept")
+    assert load_checkpoint(run / CHECKPOINT_NAME, map_location="cpu")["epoch"] == 1  # epoch 1's, the last good one
+
+
+def test_pretraining_writes_no_checkpoint_of_a_model_with_a_nan_weight(data, tmp_path, monkeypatch):
+    """BERT's gradient clipping makes one NaN gradient NaN everywhere, after a finite loss: the evaluation step
+    that would save it stops instead, and the checkpoint on disk stays the last good one."""
+    real_evaluate = bert_pretrain._evaluate_mlm
+    calls = [0]
+
+    def evaluate(model, *args, **kwargs):
+        calls[0] += 1
+        if calls[0] == 2:  # the second evaluation, at step 6: the step-3 checkpoint is the last good one
+            _poison(model)
+        return real_evaluate(model, *args, **kwargs)
+
+    monkeypatch.setattr(bert_pretrain, "_evaluate_mlm", evaluate)
+    with pytest.raises(NonFiniteLossError, match=r"is not finite after step 6, although the loss was; the last good "
+                                                 r"checkpoint, .*, is kept"):
+        bert_pretrain.pretrain_bert(BERT_SMOKE, tmp_path, data=data)
+    state = load_checkpoint(tmp_path / CHECKPOINT_NAME, map_location="cpu")
+    assert state["step"] == 3 and all(torch.isfinite(t).all() for t in state["model"].values() if t.is_floating_point())
 
 
 def test_a_second_run_on_the_same_folder_is_refused(tmp_path, monkeypatch, capsys):

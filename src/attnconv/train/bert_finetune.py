@@ -7,7 +7,8 @@ standard deviation of test accuracy over the seeds.
 The checkpoint, written after every epoch, records where the run goes next: ``seed_index`` and ``epoch`` (0
 when a seed has just finished, so the next one starts afresh). Resuming skips the finished seeds, restores the
 model and optimiser of an unfinished one, and replays nothing else: every random stream is derived from
-``(seed, epoch or step)``. A NaN or infinite loss stops the run before its update, keeping the last checkpoint.
+``(seed, epoch or step)``. A NaN or infinite loss stops the run before its update, and a weight or test loss that is not finite stops it before
+a checkpoint, keeping the last one.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ from .folder import RunFolder, data_identity, open_run
 from .provenance import git_commit, provenance
 from .optim import adamw, clipped_step
 from .precision import precision_autocast, probe_speed, resolve_precision, resume_precision
-from .runs import (FINAL_FILE, METRICS_FILE, PROVENANCE_FILE, config_to_dict, load_average, stream_seed,
-                   write_jsonl)
+from .runs import (FINAL_FILE, METRICS_FILE, PROVENANCE_FILE, check_finite_state, config_to_dict, load_average,
+                   stream_seed, write_jsonl)
 from .schedule import set_lr, warmup_linear
 
 __all__ = ["finetune_bert"]
@@ -185,6 +186,7 @@ def _finetune(config: FinetuneConfig, pretrained: str | os.PathLike, run: RunFol
                 if on_step is not None:
                     on_step(seed_index * total + step + 1)
             metrics = _evaluate_classifier(model, test, test_y, ids, config.eval_batch_size, device, used)
+            check_finite_state(model, f"seed {seed}, epoch {epoch + 1}", ckpt_path, metrics["test_loss"])
             elapsed += time.perf_counter() - t0
             history.append({"seed": seed, "epoch": epoch + 1, "step": (epoch + 1) * per_epoch,
                             "train_loss": loss_sum / per_epoch, **metrics, "wall_time_s": elapsed})

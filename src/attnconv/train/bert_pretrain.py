@@ -14,7 +14,7 @@
 
 Every random stream (example order, masking, dropout) is derived from ``(seed, step)``, so ``resume=True``
 continues an interrupted run exactly as if it had not stopped. A NaN or infinite loss stops the run before
-its update, keeping the last checkpoint. Training runs in one process (no DistributedDataParallel).
+its update, and a weight or validation loss that is not finite stops it before a checkpoint, keeping the last one. Training runs in one process (no DistributedDataParallel).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from .optim import adamw, clipped_step
 from .precision import precision_autocast, probe_speed, resolve_precision, resume_precision
 from .provenance import git_commit, provenance
 from .runs import (CHECKPOINT_NAME, FINAL_FILE, KERNELS_FILE, METRICS_FILE, PROVENANCE_FILE, TOKENIZER_FILE,
-                   config_to_dict, load_average, stream_seed, write_jsonl)
+                   check_finite_state, config_to_dict, load_average, stream_seed, write_jsonl)
 from .schedule import set_lr, warmup_linear
 
 __all__ = ["PretrainData", "load_pretrained", "prepare_pretraining", "pretrain_bert"]
@@ -205,6 +205,7 @@ def _pretrain(config: PretrainConfig, run: RunFolder, device: torch.device, data
         if step % config.eval_every == 0 or step == config.steps:
             train_s = time.perf_counter() - t0
             metrics = _evaluate_mlm(model, data, val_indices, config, device, used)
+            check_finite_state(model, f"step {step}", ckpt_path, metrics["val_loss"])  # before anything is written
             elapsed += time.perf_counter() - t0
             history.append({"step": step, "lr": lr, "train_loss": window_loss / window_steps, **metrics,
                             "tokens_per_s": window_tokens / train_s, "wall_time_s": elapsed})

@@ -37,7 +37,7 @@ __all__ = [
     "PROVENANCE_FILE", "TOKENIZER_FILE", "ADDED_FIELDS", "RUN_CONTROL_FIELDS", "check_resumable", "load_average",
     "read_jsonl", "start_run", "write_jsonl",
     # inside a loop
-    "NonFiniteLossError", "check_device", "check_finite_loss", "stream_seed", "what_next",
+    "NonFiniteLossError", "check_device", "check_finite_loss", "check_finite_state", "stream_seed", "what_next",
     # configs as data
     "apply_overrides", "config_from_dict", "config_to_dict", "named_copy", "override_dict",
 ]
@@ -119,6 +119,26 @@ def check_finite_loss(loss_value: float, where: str, checkpoint: Path) -> None:
     weights nor the checkpoint on disk take the bad update)."""
     if not math.isfinite(loss_value):
         raise NonFiniteLossError(f"training stopped: the loss is {loss_value} at {where}; {what_next(checkpoint)}")
+
+
+def check_finite_state(module: Any, where: str, checkpoint: Path, eval_loss: float | None = None) -> None:
+    """Stop a run before it writes a checkpoint of a broken model: a parameter or a floating-point buffer of
+    ``module`` that is not finite (the loss is checked before each update, so the last update of a stretch can
+    overflow unseen; BERT's gradient clipping turns one NaN gradient into NaN everywhere), or an evaluation loss
+    ``eval_loss`` that is NaN or infinite. The last checkpoint on disk stays the last good one."""
+    import torch
+
+    named = [(n, t) for n, t in [*module.named_parameters(), *module.named_buffers()] if t.is_floating_point()]
+    if named:
+        finite = torch.stack([torch.isfinite(t).all() for _, t in named]).tolist()  # one read for all of them
+        bad = [n for (n, _), ok in zip(named, finite) if not ok]
+        if bad:
+            more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+            raise NonFiniteLossError(f"training stopped: {bad[0]}{more} is not finite after {where}, although the "
+                                     f"loss was; {what_next(checkpoint)}")
+    if eval_loss is not None and not math.isfinite(eval_loss):
+        raise NonFiniteLossError(f"training stopped: the evaluation loss is {eval_loss} after {where}; "
+                                 f"{what_next(checkpoint)}")
 
 
 def what_next(checkpoint: Path | None) -> str:

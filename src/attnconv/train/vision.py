@@ -15,8 +15,9 @@ bit-for-bit where an interrupted run stopped (it replays the interrupted epoch f
 Under ``torchrun`` with several processes, each process takes an equal slice of every global batch; gradients
 are averaged by DistributedDataParallel, metrics are summed over processes, and rank 0 alone writes files.
 
-A NaN or infinite loss stops the run before its update (:class:`~attnconv.train.runs.NonFiniteLossError`); the
-checkpoint of the last finished epoch stays as it was. The folder's file names come from :mod:`attnconv.train.runs`.
+A NaN or infinite loss stops the run before its update (:class:`~attnconv.train.runs.NonFiniteLossError`), and so
+does a weight or a test loss that is not finite at the end of an epoch, before its checkpoint; the checkpoint of
+the last good epoch stays as it was. The folder's file names come from :mod:`attnconv.train.runs`.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ from .folder import RunFolder, RunSetupError, data_identity, open_run
 from .provenance import git_commit, provenance
 from .precision import precision_autocast, probe_speed, resolve_precision, resume_precision
 from .runs import (ATTENTION_FILE, CENTERS_FILE, CHECKPOINT_NAME, FINAL_FILE, HEADS_FILE, METRICS_FILE,
-                   PROVENANCE_FILE, check_finite_loss, config_to_dict, load_average, stream_seed, write_jsonl)
+                   PROVENANCE_FILE, check_finite_loss, check_finite_state, config_to_dict, load_average, stream_seed,
+                   write_jsonl)
 from .schedule import set_lr, warmup_cosine
 from .threads import set_threads
 from .vision_config import TrainConfig
@@ -295,6 +297,7 @@ def _train(config: TrainConfig, run: RunFolder, info: DistInfo, data: CIFAR10 | 
         t0, cpu0 = time.perf_counter(), time.process_time()
         train = _train_epoch(epoch, m, tensors, config, info, snapshots, on_step, ckpt_path)
         test = _evaluate(m.model, tensors.test_x, tensors.test_y, config, info, m.autocast)
+        check_finite_state(m.net, f"epoch {epoch + 1}", ckpt_path, test["test_loss"])  # before anything is written
         epoch_s = time.perf_counter() - t0
         cpu_s = all_reduce_sum(torch.tensor([time.process_time() - cpu0], dtype=torch.float64, device=info.device),
                                info).item()  # every process's CPU seconds: below threads x wall, the machine was shared
