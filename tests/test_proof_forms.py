@@ -118,13 +118,15 @@ def test_a_float_half_is_a_tie_and_a_float_slope_is_refuted_with_a_witness():
     (D1 + D2 + D3) / 20 + sp.Rational(1, 40),  # 8,000 points in its period box: decided by Bézout
     DELTA / 5000 + sp.Rational(1, 3),  # 1/3 + r/5000 is never 1/2
     3 * (D1 - D2) / 10 + sp.Rational(1, 4),
+    DELTA / 2 + sp.Rational(1, 4) + sp.sin(F) / 5,  # within 1/20 .. 9/20 of an integer or its half, by residue
 ])
 def test_integrality_is_decided_for_parity_and_linear_forms(centre):
     limit = axis_limit(centre)
     assert limit.proof.verified and limit.ties == 1, limit.proof
-    symbols = sorted(centre.free_symbols, key=str)
+    symbols = sorted(centre.free_symbols - {F}, key=str)
     for values in [(1, 3, -2), (5, 0, 7), (-9, 4, 4)]:  # the derived key is the nearest key at these points
         at = {s: (2 * v + 1 if s.is_odd else 2 * v if s.is_even else v) for s, v in zip(symbols, values)}
+        at[F] = sp.Rational(values[0], 3)
         assert abs(centre.subs(at) - limit.nearest.subs(at)) < sp.Rational(1, 2)
 
 
@@ -156,6 +158,7 @@ BOUNDED = [  # an offset built from a bounded or finite-valued part, and whether
     (sp.Min(sp.Abs(F), sp.Rational(1, 3)), True), (sp.Abs(F) / (2 * (1 + sp.Abs(F))), True),
     (sp.Mod(DELTA, 2) / 2, False), (sp.sin(F) / 2, False), (sp.Max(sp.Rational(1, 3), U), False),
     (sp.Piecewise((F, F > 0), (0, True)), False), (sp.Abs(F), False), (sp.floor(F) / 2, False),
+    (DELTA / 2 + sp.sin(F) / 5, False), (DELTA / 3 + U / (3 * (1 + U)), False),  # a tie at Δ = 1, f = 0 or u = 1
 ]
 
 

@@ -455,6 +455,34 @@ def _separation(nearest: sp.Expr, frac: sp.Expr, critical: sp.Expr) -> ProofResu
                        variables=("Δ", "f", "m ≠ 0", "α"))
 
 
+def _mixed_separation(frac: sp.Expr, critical: sp.Expr) -> tuple[sp.Expr, ProofResult] | None:
+    """A fractional part p + g with p a polynomial in integer symbols and g the rest (Δ/2 + 1/4 + sin(f)/5): for
+    each value v of p mod 1 (``integer_residues``), centred to c in [-1/2, 1/2), the key floor(p + 1/2) is the
+    unique nearest one exactly when abs(c + g) < 1/2. That holds for every v when it holds at the smallest and the
+    largest c (the gaps 1/2 - c - g and 1/2 + c + g are monotone in c). Returns (p, the verified step), or None
+    when p has no residues or a gap is not proved."""
+    terms = sp.Add.make_args(sp.expand(frac))
+    integer_part = sum((t for t in terms if t.free_symbols and all(x.is_integer for x in t.free_symbols)),
+                       sp.Integer(0))
+    rest = sp.expand(frac - integer_part)
+    if integer_part == 0 or not rest.free_symbols:
+        return None
+    residues = integer_residues(integer_part)
+    if residues is None:
+        return None
+    centred = sorted({v - sp.floor(v + sp.Rational(1, 2)) for v in residues.values})
+    parts = [_separation(sp.Symbol("k_star", integer=True), c + rest, critical) for c in dict.fromkeys(
+        (centred[0], centred[-1]))]
+    if not all(part.verified for part in parts):
+        return None
+    return integer_part, combine(
+        "the nearest key wins by a gap",
+        f"{integer_part} mod 1 takes the values {residues.listing()}; with the rest {rest}, every fractional part lies "
+        f"in ({centred[0]} + g, {centred[-1]} + g), g = {rest}, inside (-1/2, 1/2): the nearest key "
+        f"floor({integer_part} + 1/2) (plus the integer part) is unique and wins by a gap",
+        [residues.proof, *parts], scope="general", variables=("Δ", "f", "m ≠ 0", "α"))
+
+
 def axis_limit(center: sp.Expr, sign: int = -1, coefficient: int = -2) -> AxisLimit:
     """Derive the α → ∞ limit of a head whose positional query is v = sign·α(1, c·``center``), from its logit.
 
@@ -540,6 +568,10 @@ def axis_limit(center: sp.Expr, sign: int = -1, coefficient: int = -2) -> AxisLi
                                 scope="general", variables=("Δ", "α"))
     else:
         separated = _separation(nearest, frac, critical)
+        mixed = _mixed_separation(frac, critical) if separated.claim.startswith("undecided") else None
+        if mixed is not None:  # decided residue by residue of its integer part
+            integer_part, separated = mixed
+            nearest = sp.expand(nearest + sp.floor(integer_part + sp.Rational(1, 2)))
         if separated.claim.startswith("undecided"):
             ties = 0
         if integrality:
