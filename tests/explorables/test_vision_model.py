@@ -220,8 +220,9 @@ def _drawn(image: np.ndarray, cells) -> np.ndarray:
 
 def test_a_200_point_stroke_keeps_the_page_responsive_and_ends_on_its_drawing(browser, tmp_path):
     """A 200-move stroke never holds the page for long: the network runs in slices between the reader's moves, so
-    the page answers each move, and a question between them, in less than one pass of the network (the old page
-    ran a whole pass on every move), and "computing…" shows meanwhile. When it settles, what it shows is
+    no task of the page's main thread comes near one whole pass of the network (the old page ran a whole pass on
+    every move, or every quarter second), each move and a question between them are answered soon, and
+    "computing…" shows meanwhile. When it settles, what it shows is
     the stroke's drawing, and its outputs are exactly those of that drawing computed once."""
     weights = json.loads(COMMITTED.read_text()) if COMMITTED.is_file() else export_weights(_random_model(), "random")
     loaded = open_page(browser, _page(weights, "weights"), tmp_path, 1400)
@@ -257,8 +258,8 @@ def test_a_200_point_stroke_keeps_the_page_responsive_and_ends_on_its_drawing(br
         print(f"{ID}: 200 moves in {took:.1f} s; one pass of the network {1000 * one_pass:.0f} ms; it ran {ran} "
               f"times; answers slower than a pass {slow} of {len(answers)} (median "
               f"{1000 * np.median(answers):.0f} ms, slowest {1000 * max(answers):.0f} ms); longest task {longest:.0f} ms")
-        assert slow <= len(answers) // 20, slow  # a few, where the machine itself paused the browser
-        assert max(answers) < max(3 * one_pass, 2.0), max(answers)
+        assert longest < max(750 * one_pass, 250), (longest, one_pass)  # no task near a whole pass of the network
+        assert max(answers) < max(2 * one_pass, 1.0), max(answers)  # and every move and question answered soon
         assert 1 <= ran < len(cells), ran  # not once a move: a run takes the latest image when the last one ends
         assert page.evaluate("() => window.busySeen"), "no 'computing…' while the network ran"
         shown = page.evaluate(f"() => window.attnconvExplorables['{ID}'].shown()")

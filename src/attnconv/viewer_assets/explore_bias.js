@@ -7,7 +7,11 @@
   var N = window.attnconvNumerics, spec = JSON.parse(root.querySelector("script.ax-spec").textContent);
   var LIMIT = 4, CELL = 13, words = spec.words, n = words.length;
   function flat(a) { var out = []; a.forEach(function (r) { out.push.apply(out, r); }); return out; }
-  function nest(a, rows, cols) { var out = []; for (var r = 0; r < rows; r++) out.push(N.toArray(a.subarray(r * cols, (r + 1) * cols))); return out; }
+  function nest(a, rows, cols) {  // a flat (rows, cols) array as rows of plain numbers
+    var out = new Array(rows);
+    for (var r = 0; r < rows; r++) { var row = new Array(cols); for (var c = 0; c < cols; c++) row[c] = a[r * cols + c]; out[r] = row; }
+    return out;
+  }
 
   function defaults() { return {bias: spec.bias.slice(), features: spec.features.map(function (r) { return r.slice(); })}; }
   // inputs: bias b (2k + 1, k = 1..4), offsets δ = -k..k; features (N, C), N at most MAX_TOKENS. Outputs: kernel
