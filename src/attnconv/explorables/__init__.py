@@ -16,10 +16,12 @@ so that a test can feed it inputs no build could have precomputed and compare wi
 lists the inputs and outputs of its ``compute``.
 
 Odd input never turns into NaN or a silent 0: ``compute`` throws a ``RangeError`` that says which input is wrong
-and what it may be, and a control the reader types into (a temperature, α, a kernel weight, a bias, a query)
-refuses a value it cannot take with a message next to it, keeping the last good state (chapter 03's explorable
-instead computes nothing, its numbers reading "not computed", until the field holds a value it can take). A drag renders at most
-once per animation frame; chapter 06's network runs at most a few times a second during a stroke.
+and what it may be, and a control the reader types into (a temperature, α, a kernel weight, a bias, a decay, a
+query) refuses a value it cannot take (empty, not a number, out of range, too large for a float64) with a message
+next to it; the explorable then computes nothing, its numbers reading "not computed", until the field holds a
+value it can take or another control replaces it, so it never goes on with a value the field no longer shows. A
+drag renders at most once per animation frame; chapter 06's network runs in slices of one animation frame, so the
+page answers a stroke of any length while it computes.
 
 - :func:`~attnconv.explorables.construction.construction_explorable` (chapter 03, ``ch03-construction``)
 - :func:`~attnconv.explorables.attention_map.attention_explorable` (chapter 02, ``ch02-attention``)

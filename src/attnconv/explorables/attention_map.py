@@ -15,7 +15,9 @@ decades, on a log scale) so that a nearly uniform map still shows its pattern.
 Odd input (τ zero, negative, NaN or so small that the logits overflow; a pixel outside [0, 1]; a query off the
 grid; a head that does not exist; non-finite weights) is refused with a message (a ``RangeError``), never turned
 into NaN. In the page τ and the query can also be typed; a value they cannot take (τ outside 0.001 to 1000, a
-query off the 16 x 16 grid) shows a message next to the field and leaves the explorable as it was.
+query off the 16 x 16 grid, an empty field) shows a message next to the field, and the page computes nothing, its
+numbers reading "not computed", until the field holds a value it can take (or the slider or a tap replaces it): it
+never goes on with a value the field no longer shows.
 
 :func:`reference` computes the same outputs with :class:`attnconv.attention.MultiHeadSelfAttention`.
 """

@@ -19,7 +19,9 @@ sequence of ones, where the two differ only at the ends, and the words' lengths.
 
 Every output costs O(N k C), so 10,000 tokens take milliseconds. Odd input (a bias that is not finite, an even
 number of biases, ragged or non-finite features, more than ``MAX_TOKENS`` tokens) is refused with a message (a
-``RangeError``); each typed bias in the page refuses a value outside [-4, 4] with a message next to it.
+``RangeError``). Each typed bias in the page refuses a value outside [-4, 4] (or empty, or not a number) with a
+message next to it, and the page computes nothing, its numbers reading "not computed", until the field holds a
+value it can take (or its bar, a k button or the flat kernel replaces it).
 
 :func:`reference` computes the same outputs with the library.
 """

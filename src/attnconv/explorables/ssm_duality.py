@@ -11,7 +11,9 @@ signal three ways: by the recurrence, by the causal convolution with the kernel,
   ``masked`` ``(T,)``.
 
 Odd input (a decay outside [-1, 1], a coefficient or a signal value that is not finite, an empty or too long
-signal) is refused with a message (a ``RangeError``); the typed decay refuses a value outside [-1, 1] next to it.
+signal) is refused with a message (a ``RangeError``). The typed decay refuses a value outside [-1, 1] (or empty, or
+not a number) with a message next to it, and the page computes nothing, its numbers reading "not computed", until
+the field or the slider gives a decay it can take.
 
 :func:`reference` computes the same outputs with :mod:`attnconv.ssm`.
 """

@@ -13,9 +13,12 @@ is not.
   head h of layer l's attention from the query token.
 
 Odd input (a pixel that is not a whole number from 0 to 255, such as 1e200 or NaN; a query off the grid) is
-refused with a message (a ``RangeError``). In the page the network runs at most once per animation frame, a few
-times a second while a stroke goes on and once more on release ("computing…" shows meanwhile), and not at all
-when only the query moves; the query can also be typed, a value off the grid refused with a message next to it.
+refused with a message (a ``RangeError``). In the page the network runs in slices of a few milliseconds, one per
+animation frame, so that the page answers its reader between them however long a pass takes: a stroke of
+hundreds of moves paints at once, and when a run ends on an image the pen has since changed, the next run takes
+the latest image ("computing…" shows meanwhile). It does not run at all when only the query moves. The query can
+also be typed: a value off the grid is refused with a message next to it, and the page computes nothing, its
+numbers reading "not computed", until the field holds a token of the grid (or a tap picks one).
 
 :func:`reference` computes the same outputs with PyTorch on the model that
 :func:`~attnconv.explorables.weights.load_weights` rebuilds from the same weights.
