@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -162,14 +163,29 @@ def run(out_dir: str | None, root: str | None = None, train_examples: int = 2000
     return results
 
 
+def _at_least_ten(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 10:
+        raise argparse.ArgumentTypeError(f"must be an integer of at least 10, got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attnconv.train.bow", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="folder for final.json and provenance.json")
     parser.add_argument("--root", default=None, help="folder with the NLTK zips (default $ATTNCONV_DATA/nltk/corpora)")
-    parser.add_argument("--train-examples", type=int, default=2000, help="the fine-tuning subset size")
+    parser.add_argument("--train-examples", type=_at_least_ten, default=2000,
+                        help="the fine-tuning subset size (10 or more: a tenth of it chooses the penalty)")
     args = parser.parse_args(argv)
-    results = run(args.out, args.root, args.train_examples)
+    try:
+        results = run(args.out, args.root, args.train_examples)
+    except FileNotFoundError as err:  # no corpus folder, or a zip missing from it: the user's data, not a bug
+        print(f"{parser.prog}: --root {args.root or '(default)'}: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
     print(json.dumps({t: {k: round(v["test_acc"], 4) for k, v in r.items()} for t, r in results.items()}))
     return 0
 
