@@ -141,7 +141,24 @@ def _finish(app: Sphinx, exception: Exception | None) -> None:
     logger.info("light_icons: %d icons kept in %s", len(codes), out)
 
 
+def _theme_loads_icons_by_script() -> bool:
+    """Whether the installed pydata-sphinx-theme draws its icons with ``fontawesome.js`` (0.16 and later).
+
+    Older releases (0.15, the one pip picks for Python 3.10, where sphinx-book-theme 1.2+ is not available) load a
+    Font Awesome stylesheet from another folder through a macro this extension does not override, so the extension
+    stays out of their way and the pages keep the theme's own icons.
+    """
+    import pydata_sphinx_theme
+
+    macros = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static" / "webpack-macros.html"
+    text = macros.read_text(encoding="utf-8") if macros.is_file() else ""
+    return "fontawesome.js" in text and "head_pre_icons" not in text
+
+
 def setup(app: Sphinx) -> dict:
+    if not _theme_loads_icons_by_script():
+        logger.info("light_icons: this pydata-sphinx-theme loads its icons by stylesheet; its icons are kept as they are")
+        return {"parallel_read_safe": True, "parallel_write_safe": True}
     app.connect("config-inited", _add_templates)
     app.connect("builder-inited", _add_css)
     app.connect("build-finished", _finish, priority=900)  # after the theme and other extensions wrote theirs
