@@ -22,6 +22,7 @@ from attnconv import (CompositeAttention, DepthwiseSeparableConv1d, DynamicConv1
                       LightweightConv1d, MultiHeadSelfAttention)
 from attnconv._checks import values_readable
 from attnconv.construct import conv_to_mhsa
+from attnconv.finite import deferred_finite_checks
 from attnconv.conv_projections import GroupedConv1d, MixedProjection
 from attnconv.lightconv import ProjectedConv1d
 from attnconv.models import (ATTENTION_KINDS, VARIANTS, BertClassifier, BertConfig, BertForMaskedLM, ResNet,
@@ -366,7 +367,11 @@ def test_resnet_names_the_dtype_it_expects(dtype):
             assert model.to(dtype)(images).dtype == dtype
 
 
-@pytest.mark.parametrize("name", ["mhsa-padded", "lightconv-renormalize", "composite"])
+# torch.compile, in the tests, stops before code generation: TorchDynamo captures the graph (fullgraph=True: a value
+# read by a check would break it, an error here) and the "eager" backend runs it; "aot_eager" also traces the
+# backward pass. The default backend, inductor, then generates and compiles C++ (on a CPU), which takes minutes on
+# a two-core machine, too long for every test run; attnconv's docstring gives the times measured.
+@pytest.mark.parametrize("name", ["mhsa-padded", "quadratic", "lightconv-renormalize", "composite"])
 def test_torch_compile_traces_the_checks_away(name):
     """Under ``torch.compile(fullgraph=True)`` no check reads a value (a read would be a graph break, an error here);
     the compiled layer gives the eager result."""
@@ -374,6 +379,28 @@ def test_torch_compile_traces_the_checks_away(name):
     compiled = torch.compile(call, fullgraph=True, backend="eager")
     with torch.no_grad():
         torch.testing.assert_close(compiled(*inputs), call(*inputs))
+
+
+def test_the_papers_model_compiles_for_training_in_one_graph():
+    """What the ``gpu-10min`` run compiles: the quadratic-encoding ``SelfAttentionNet`` in training mode, its checks
+    deferred to the loss (:func:`attnconv.finite.deferred_finite_checks`), as one forward graph and one backward
+    graph; outputs and gradients equal the eager model's."""
+    torch._dynamo.reset()
+    call, (images,) = _built("vision-quadratic")
+    call.train()
+    compiled = torch.compile(call, fullgraph=True, backend="aot_eager")
+    results = []
+    for model in (call, compiled):
+        call.zero_grad()
+        with deferred_finite_checks():
+            out = model(images)
+            out.square().mean().backward()
+        results.append((out.detach(), [p.grad.clone() for p in call.parameters()]))
+    (eager, eager_grads), (got, got_grads) = results
+    torch.testing.assert_close(got, eager)
+    assert len(got_grads) == len(eager_grads) >= 10
+    for g, e in zip(got_grads, eager_grads):
+        torch.testing.assert_close(g, e)
 
 
 def test_rotary_positions_given_as_a_tensor_work_under_the_tools():
