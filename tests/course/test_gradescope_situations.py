@@ -40,7 +40,8 @@ needs_root = pytest.mark.skipif(not AS_ROOT, reason="run_autograder runs as root
 @pytest.fixture(scope="module")
 def zips(tmp_path_factory):
     folder = tmp_path_factory.mktemp("zips")
-    return {mode: build_autograder("01", folder / f"autograder-{mode}.zip", isolation=mode) for mode in ("auto", "none")}
+    return {mode: build_autograder("01", folder / f"autograder-{mode}.zip", isolation=mode)
+            for mode in ("auto", "none")}
 
 
 def test_the_zip_holds_what_gradescope_runs(zips, tmp_path):

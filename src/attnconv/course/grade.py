@@ -100,7 +100,7 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
     sandbox as data). ``total_timeout`` is the submission's one wall-clock budget: the kernel, the sandbox's reruns
     and the checker all stop when it is spent. ``seed`` fixes the hidden inputs (default: a fresh random seed).
     ``hide``: folders the student's code must not see (the other submissions, the sheets). ``scratch_mb``: the
-    size limit of the submission's scratch folder (:class:`~attnconv.course.isolation.ScratchQuota`); a submission
+    size limit of the submission's scratch folder (``attnconv.course.isolation.ScratchQuota``); a submission
     that fills it is stopped, and the report says so.
 
     Raises:

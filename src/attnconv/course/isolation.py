@@ -17,9 +17,9 @@ checker that reads their answers (``attnconv.course.checker``) is started throug
    just what is needed, bound back read-only. Not root, bubblewrap maps the process to ``nobody`` in a user
    namespace of its own, and outside it stays the grader's (unprivileged) user.
 
-:class:`ScratchQuota` limits the size of a submission's scratch folder (a tmpfs of that size as root, else a
-watched folder). :func:`detect` finds what this machine allows. Without bubblewrap, or without root, grading still works with
-what is left (limits always; a separate user only as root), and :meth:`Isolation.missing` names the protections
+:class:`ScratchQuota` limits the size of a submission's scratch folder (a tmpfs of that size as root, else a watched
+folder). :func:`detect` finds what this machine allows. Without bubblewrap, or without root, grading still works
+with what is left (limits always; a separate user only as root), and :meth:`Isolation.missing` names the protections
 that are missing; the grader prints them and puts them in every report.
 """
 

@@ -116,7 +116,7 @@ def run_function_exercise(label: str, code: str, seed: int, timeout: float = 180
     (wire text from ``attnconv.course.checker.Checker.inputs``) and ``probe`` (:func:`portable_probe`) replace
     the seed, and ``checks`` are only hidden (with ``hide``), never imported. Returns ``(answers, "")`` with the
     probe's data still encoded as JSON text in ``answers["json"]``, or ``(None, reason)`` when the cell raised,
-    the probe failed or the time ran out. ``quota`` (:class:`~attnconv.course.isolation.ScratchQuota`): the
+    the probe failed or the time ran out. ``quota`` (``attnconv.course.isolation.ScratchQuota``): the
     scratch folder is made inside the submission's, under its size limit, and the process is stopped once that is
     full. Never raises. The whole process tree is killed when it returns.
     """
@@ -193,7 +193,7 @@ class _Full(Exception):
 
 
 def _wait(proc: subprocess.Popen, request: bytes, timeout: float, quota) -> None:
-    """Send ``request`` and wait for ``proc``: ``subprocess.TimeoutExpired`` past ``timeout``, :class:`_Full` as
+    """Send ``request`` and wait for ``proc``: ``subprocess.TimeoutExpired`` past ``timeout``, ``_Full`` as
     soon as ``quota`` says the scratch folder is full."""
     import threading
     import time
