@@ -24,6 +24,7 @@ X, B = sp.IndexedBase("x", real=True), sp.IndexedBase("b", real=True)
 DELTA = sp.Symbol("Delta", integer=True)
 D1, D2, D3 = sp.symbols("D1 D2 D3", integer=True)
 ODD, EVEN = sp.Symbol("O", integer=True, odd=True), sp.Symbol("E", integer=True, even=True)
+POSITIVE, NEGATIVE = sp.Symbol("P", integer=True, positive=True), sp.Symbol("Q", integer=True, negative=True)
 F = sp.Symbol("f", real=True)
 U = sp.Symbol("u", nonnegative=True)
 
@@ -136,6 +137,9 @@ def test_integrality_is_decided_for_parity_and_linear_forms(centre):
     (D1 + D2 + D3) / 20,  # a half-integer where D1 + D2 + D3 = 10
     DELTA / 5000,  # at Δ = 2500
     3 * (D1 - D2) / 10 + sp.Rational(1, 5),  # at 3(D1 - D2) = 3
+    POSITIVE / 2 + sp.Rational(1, 2),  # at P = 2, not at P = 0, which P may not take
+    NEGATIVE / 2,  # at Q = -1
+    NEGATIVE / 5000 + sp.Rational(1, 2),  # at Q = -5000
 ])
 def test_a_centre_that_is_sometimes_a_half_integer_is_refuted_at_a_point_it_may_take(centre):
     limit = axis_limit(centre)
@@ -148,6 +152,7 @@ def test_a_centre_that_is_sometimes_a_half_integer_is_refuted_at_a_point_it_may_
         point = {names[s]: sp.Integer(v) for s, v in
                  (item.split(" = ") for item in claim.split("half-integer at ")[1].split(", "))}
         assert all(not (s.is_odd and v % 2 == 0) and not (s.is_even and v % 2 == 1) for s, v in point.items())
+        assert all(not (s.is_positive and v < 1) and not (s.is_negative and v > -1) for s, v in point.items())
         assert (centre.subs(point) - sp.Rational(1, 2)).is_integer
 
 

@@ -176,7 +176,8 @@ def lemma1_block_identity(attention: Callable[[sp.Expr, sp.Expr, sp.Expr], sp.Ex
             its block of W_out); heads after m keep their own taps. A permutation such as ``(2, 1)`` or
             ``(2, 3, 1)`` is a true variant; ``(1, 1)`` puts two heads on tap 1 and none on tap 2 (false).
             Or a symbolic relabelling ``relabel(h, N_h)`` of every head: the reflection ``N_h + 1 - h`` and a cyclic
-            shift ``Mod(h + c, N_h) + 1`` are bijections (true); ``h + 1`` leaves tap 1 without a head (false); a
+            shift ``Mod(h + c, N_h) + 1``, forwards, backwards (``Mod(h - 2, N_h) + 1``) or after the reflection
+            (``Mod(3 - h, N_h) + 1``), are bijections (true); ``h + 1`` leaves tap 1 without a head (false); a
             π SymPy cannot read is not decided (``_symbolic_relabelling``).
 
     The index-level step compares the two sums over heads, not head by head: the heads 1..m are written out

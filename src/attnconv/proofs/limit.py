@@ -336,11 +336,27 @@ def _parity_form(expr: sp.Expr) -> tuple[sp.Expr, dict]:
     back: dict = {}
     for x in sorted(expr.free_symbols, key=str):
         if x.is_integer and (x.is_even or x.is_odd):
-            y = sp.Symbol(f"{x.name}_{'e' if x.is_even else 'o'}", integer=True)
+            sign = ({"positive": True} if x.is_even and x.is_positive else
+                    {"nonnegative": True} if x.is_nonnegative else {"negative": True} if x.is_negative else
+                    {"nonpositive": True} if x.is_nonpositive else {})  # what 2y or 2y + 1 allows of y
+            y = sp.Symbol(f"{x.name}_{'e' if x.is_even else 'o'}", integer=True, **sign)
             form = 2 * y if x.is_even else 2 * y + 1
             expr = expr.xreplace({x: form})
             back[y] = (x, form)
     return sp.expand(expr), back
+
+
+def _admissible(symbol: sp.Symbol, value: int, period: int) -> int:
+    """``value`` moved by a multiple of ``period`` to one the integer ``symbol`` may take (≥ 1 when it is positive,
+    ≥ 0 when nonnegative, ≤ -1 when negative, ≤ 0 when nonpositive): the same value of p mod 1."""
+    value = int(value) % period
+    if symbol.is_positive and value == 0:
+        return period
+    if symbol.is_negative:
+        return value - period
+    if symbol.is_nonpositive and value > 0:
+        return value - period
+    return value
 
 
 def _linear_residues(poly: sp.Poly, symbols: list, count_limit: int) -> tuple[dict, int, ProofResult] | None:
@@ -369,7 +385,7 @@ def _linear_residues(poly: sp.Poly, symbols: list, count_limit: int) -> tuple[di
                         variables=tuple(str(x) for x in symbols))
     values: dict = {}
     for r in range(count):
-        at = {x: r * c for x, c in zip(symbols, coefficients)}
+        at = {x: _admissible(x, r * c, common) for x, c in zip(symbols, coefficients)}  # + L x_i: same value
         value = poly.eval(tuple(at[x] for x in symbols)) if len(symbols) > 1 else poly.eval(at[symbols[0]])
         values.setdefault(value - sp.floor(value), at)
     return values, count, proof
@@ -414,6 +430,7 @@ def integer_residues(expr: sp.Expr, limit: int = 4096) -> Residues | None:
                         variables=tuple(str(x) for x in symbols))
     values: dict = {}
     for point in itertools.product(range(period), repeat=len(symbols)):
+        point = tuple(_admissible(x, v, period) for x, v in zip(symbols, point))
         at = dict(zip(symbols, point))
         value = poly.eval(tuple(point)) if len(symbols) > 1 else poly.eval(point[0])
         values.setdefault(value - sp.floor(value), original(at))
