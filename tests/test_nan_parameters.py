@@ -6,6 +6,8 @@ fused CPU attention kernel used to return zeros for it, so a NaN weight in ``q_p
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from torch import nn
@@ -19,6 +21,8 @@ from attnconv.lightconv import DynamicConv1d
 from attnconv.models import BertConfig, BertForMaskedLM
 from attnconv.positional import RelativePositionBias
 from attnconv.taps import masked_softmax
+
+from .test_torch_tools import CASES, _built
 
 LAYERS = {
     "mhsa": (lambda: MultiHeadSelfAttention(8, 2), (2, 5, 8), {}),
@@ -155,3 +159,30 @@ def test_the_sequence_converters_refuse_nan_weights():
         layer.positional.weight[0, 0] = float("nan")
     with pytest.raises(ValueError, match=r"module\.positional\.weight must be finite"):
         attention_to_lightconv(layer)
+
+
+# Every layer of tests/test_torch_tools.py (the models are made of these layers and are left out, for time).
+_LAYER_CASES = [name for name in CASES if not name.startswith(("vision-", "bert-", "resnet", "small-cnn"))]
+
+
+@pytest.mark.parametrize("name", _LAYER_CASES)
+def test_every_parameter_of_every_layer_surfaces_as_nan_or_an_error_that_names_it(name):
+    """Each floating-point parameter in turn filled with NaN (a corrupted state dict): with the checks deferred the
+    output holds NaN; with them on, either the output holds NaN or the error names the parameter. A parameter that
+    the output does not depend on would fail here, and so would a softmax that turns NaN logits into zeros."""
+    call, inputs = _built(name)
+    names = [pname for pname, p in call.named_parameters() if p.is_floating_point()]
+    assert names or name == "rotary"  # rotary embeddings have no parameters
+    for pname in names:
+        call, inputs = _built(name)
+        with torch.no_grad():
+            dict(call.named_parameters())[pname].fill_(float("nan"))
+            with deferred_finite_checks():
+                assert torch.isnan(call(*inputs)).any(), f"{pname} = NaN gave a finite output"
+            try:
+                out = call(*inputs)
+            except ValueError as err:  # named relative to the module whose check found it
+                named = re.search(r"parameter (\S+) holds NaN", str(err))
+                assert named and pname.endswith("." + named[1]), (pname, str(err))
+            else:
+                assert torch.isnan(out).any(), f"{pname} = NaN gave a finite output"

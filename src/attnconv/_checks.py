@@ -213,6 +213,21 @@ def finite_parameters(name: str, module: object) -> None:
         finite_tensor(f"{name}.{pname}", t)
 
 
+def nonfinite_parameter(parameters: "Iterable[tuple[str, torch.Tensor]]") -> str:
+    """Name the first of ``parameters`` (``(name, tensor)`` pairs, as ``module.named_parameters()`` gives them) that
+    holds NaN or inf, as "the parameter NAME holds NaN (at k of its n entries)"; ``""`` if none does (or their values
+    cannot be read, :func:`values_readable`). A module that finds a NaN result says this before it blames an
+    overflow."""
+    import torch
+
+    for pname, p in parameters:
+        if p.is_floating_point() and values_readable(p) and not bool(torch.isfinite(p).all()):
+            bad = "NaN" if bool(torch.isnan(p).any()) else "inf"
+            return (f"the parameter {pname} holds {bad} (at {int((~torch.isfinite(p)).sum())} of its {p.numel()} "
+                    f"entries)")
+    return ""
+
+
 def check_finite_result(name: str, out: "torch.Tensor", x: "torch.Tensor", what: str,
                         parameters: "Iterable[tuple[str, torch.Tensor]] | None" = None) -> None:
     """Raise :class:`NonFiniteResultError` if ``out`` holds NaN or inf while the input ``x`` (named ``name``) is
@@ -228,13 +243,10 @@ def check_finite_result(name: str, out: "torch.Tensor", x: "torch.Tensor", what:
     if not finite_checks_apply(out, x) or out.numel() == 0 or bool(torch.isfinite(out).all()):
         return
     if bool(torch.isfinite(x).all()):
-        for pname, p in parameters or ():
-            if p.is_floating_point() and values_readable(p) and not bool(torch.isfinite(p).all()):
-                bad = "NaN" if bool(torch.isnan(p).any()) else "inf"
-                raise NonFiniteResultError(
-                    f"{name} is finite but the result is not: the parameter {pname} holds {bad} (at "
-                    f"{int((~torch.isfinite(p)).sum())} of its {p.numel()} entries), which reaches every output it "
-                    f"feeds. Restore it from a checkpoint, or lower the learning rate that made it")
+        bad = nonfinite_parameter(parameters or ())
+        if bad:
+            raise NonFiniteResultError(f"{name} is finite but the result is not: {bad}, which reaches every output it "
+                                       f"feeds. Restore it from a checkpoint, or lower the learning rate that made it")
         scale = float(x.detach().abs().amax())
         raise NonFiniteResultError(
             f"{name} is finite (largest |{name}| = {scale:.3g}) but {what} overflow {x.dtype}: scale {name} down or "

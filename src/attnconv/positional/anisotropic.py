@@ -17,7 +17,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from .._checks import NonFiniteResultError, finite_checks_apply, values_readable
+from .._checks import NonFiniteResultError, finite_checks_apply, nonfinite_parameter, values_readable
 
 from .base import PositionalLogits, relative_offsets
 
@@ -80,6 +80,10 @@ class AnisotropicGaussianEncoding(PositionalLogits):
         # The logits are <= 0 (-inf is a zero probability); NaN comes only from an overflowed precision or centre.
         if finite_checks_apply(precision, logits) and (not bool(torch.isfinite(precision).all())
                                                        or bool(torch.isnan(logits).any())):
+            bad = nonfinite_parameter(self.named_parameters())
+            if bad:
+                raise NonFiniteResultError(f"the positional logits are not finite: {bad}. Restore it from a "
+                                           "checkpoint, or lower the learning rate that made it")
             raise NonFiniteResultError(f"the precision Σ^-1 = L Lᵀ and the centers must give logits without NaN in "
                              f"{precision.dtype}: got precision {precision.detach().tolist()} (use a wider dtype "
                              "or a smaller precision)")

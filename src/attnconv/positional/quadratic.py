@@ -21,7 +21,8 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from .._checks import NonFiniteResultError, finite_checks_apply, flag, int_tuple, values_readable
+from .._checks import (NonFiniteResultError, finite_checks_apply, flag, int_tuple, nonfinite_parameter,
+                       values_readable)
 from ..conv import kernel_shifts
 from .base import PositionalLogits, softmax_flushed
 from .signed_quadratic import SignedQuadraticEncoding, checked_query, outer_sum
@@ -286,6 +287,10 @@ class QuadraticEncoding(PositionalLogits):
         alpha, centers = self.alpha.detach(), self.centers.detach()
         worst = torch.stack([alpha, alpha * centers.pow(2).sum(-1)])
         if not bool(torch.isfinite(worst).all()) or not bool(torch.isfinite(centers).all()):
+            bad = nonfinite_parameter(self.named_parameters())
+            if bad:  # not an overflow: a NaN or inf restored or learned
+                raise NonFiniteResultError(f"the positional logits are not finite: {bad}. Restore it from a "
+                                           "checkpoint, or lower the learning rate that made it")
             raise NonFiniteResultError(
                 f"alpha = exp(log_alpha) and alpha * |centers|^2 (the largest logit) must be finite in "
                 f"{self.log_alpha.dtype}: got alpha = {alpha.tolist()} (use a wider dtype or a smaller alpha)")

@@ -19,7 +19,8 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from .._checks import NonFiniteResultError, all_finite, finite_checks_apply, flag, values_readable
+from .._checks import (NonFiniteResultError, all_finite, finite_checks_apply, flag, nonfinite_parameter,
+                       values_readable)
 from .base import PositionalLogits, softmax_flushed
 
 __all__ = ["SignedQuadraticEncoding"]
@@ -116,6 +117,10 @@ class SignedQuadraticEncoding(PositionalLogits):
             delta = pos[None, :] - pos[:, None]  # (L, L), key minus query
             out.append(self.weight[:, 0, None, None] * delta**2 + self.weight[:, axis + 1, None, None] * delta)
         if finite_checks_apply(self.weight) and not all(all_finite(part) for part in out):
+            bad = nonfinite_parameter(self.named_parameters())
+            if bad:
+                raise NonFiniteResultError(f"the positional logits are not finite: {bad}. Restore it from a "
+                                           "checkpoint, or lower the learning rate that made it")
             raise NonFiniteResultError(f"the logits v_0 δ² + v_a δ overflow {self.weight.dtype} for this grid "
                                        f"{tuple(grid)} (use a wider dtype or a smaller positional query)")
         return out
