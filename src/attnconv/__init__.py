@@ -33,6 +33,28 @@ The book
     - :mod:`attnconv.viewer`, :mod:`attnconv.display`: kernel-free interactive figures, and outputs (tables,
       typeset maths) that a static page shows as meant.
     - :mod:`attnconv.course`: the exercises with their checks, the student edition and the autograder.
+
+Under PyTorch's tools
+    Every layer and model checks its inputs and results (finite values, masks that keep a key, ids in range)
+    where it can read values, and skips those checks where it cannot, so that the same module works:
+
+    - on the meta device, including a model built under ``with torch.device("meta")``: shapes and dtypes only;
+    - under ``torch.func.vmap``: the mapped call equals the batched one;
+    - under ``torch.jit.trace``: the traced module gives the eager result on new inputs of the traced shapes;
+    - under ``torch.compile(fullgraph=True)``: each layer is captured as one graph, without a graph break, and the
+      paper's image model (what the ``gpu-10min`` run compiles, in training mode, its checks deferred to the
+      loss by ``attnconv.finite.deferred_finite_checks``) as one forward and one backward graph;
+    - in float16, bfloat16 and float64: ``module.to(dtype)`` returns outputs of that dtype.
+
+    ``tests/test_torch_tools.py`` runs these checks on every layer, with ``torch.compile``'s graph capture only
+    (the "eager" and "aot_eager" backends). The default backend, inductor, also compiles each layer on a CPU, but
+    its C++ code generation is slow: on a two-core machine shared with other jobs (load about 16), a first compile
+    took 129 s for ``MultiHeadSelfAttention``, 213 s with the quadratic encoding, 193 s for ``CompositeAttention``
+    with a padding mask and 319 s for a small ``SelfAttentionNet`` (inference, one call each). Compile on a GPU, or
+    on a CPU only for long runs.
+
+    A NaN or inf parameter never gives a finite output: the layer raises an error that names it, or, with the
+    checks deferred, the output holds NaN.
 """
 
 from .attention import MultiHeadSelfAttention
