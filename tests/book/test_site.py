@@ -109,7 +109,7 @@ def test_no_request_fails_at_the_server(browser, site, served, page_path):
     context = browser.new_context()
     try:
         page = context.new_page()
-        page.goto(f"{site}/{page_path}", wait_until="load")
+        page.goto(f"{site}/{page_path}", wait_until="load", timeout=180_000)
         page.wait_for_timeout(1000)  # the icon is asked for after the load
     finally:
         context.close()
