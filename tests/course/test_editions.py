@@ -24,6 +24,29 @@ CH01 = "01_convolution_as_shifts"
 WITHOUT_DATA = tuple(p.stem for p in CHAPTERS if not p.stem.startswith("07_"))
 
 
+# The situations besides this machine's own, at no extra cost: these chapters are graded there instead (chapter
+# 01 is graded in all three through the Gradescope zip, test_gradescope_situations.py). "mapped": bubblewrap alone
+# maps the kernel to nobody inside a user namespace (what the grader finds where nobody cannot run its Python);
+# "none": --isolation none, limits only (and nobody, as root, where nobody can run this Python).
+SITUATIONS = {"02_self_attention": "mapped", "07_bert_convolutional_attention": "mapped",
+              "05_relative_positions_are_convolutions": "none", "08_after_the_papers": "none"}
+
+
+def _isolation(situation: str | None):
+    from attnconv.course.isolation import Isolation, detect
+
+    if situation is None:
+        return detect()
+    if situation == "none":
+        return detect("none")
+    found = detect()
+    if found.bwrap is None:
+        pytest.skip("the mapped situation needs bubblewrap")
+    return Isolation(bwrap=found.bwrap, mapped=True, protections={"user": False, "filesystem": True,
+                                                                  "network": True, "processes": True,
+                                                                  "limits": True})
+
+
 @pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: p.stem)
 def test_worked_edition_gets_full_marks(notebook, monkeypatch, tmp_path):
     """Graded from a folder of its own outside the repository: what an exercise reads comes with the grader."""
@@ -32,7 +55,12 @@ def test_worked_edition_gets_full_marks(notebook, monkeypatch, tmp_path):
     submitted = tmp_path / "submissions" / notebook.name
     submitted.parent.mkdir()
     submitted.write_bytes(notebook.read_bytes())
-    report = grade_notebook(submitted, cell_timeout=300)
+    situation = SITUATIONS.get(notebook.stem)
+    report = grade_notebook(submitted, cell_timeout=300, isolation=_isolation(situation))
+    if situation == "mapped":
+        assert "it appears as nobody" in report.isolation + " ".join(report.problems), report.problems
+    if situation == "none":
+        assert any("not isolated: the filesystem" in p for p in report.problems), report.problems
     print(report.table())  # with -rP: the grading time of each chapter
     assert report.score == report.max_score > 0, report.table()
     assert not report.cell_errors, report.cell_errors
@@ -40,6 +68,7 @@ def test_worked_edition_gets_full_marks(notebook, monkeypatch, tmp_path):
 
 def test_the_chapters_graded_without_data_are_chapters():
     assert set(WITHOUT_DATA) <= {p.stem for p in CHAPTERS}
+    assert set(SITUATIONS) <= {p.stem for p in CHAPTERS} and set(SITUATIONS.values()) == {"mapped", "none"}
 
 
 def test_untouched_student_edition_gets_zero_and_only_not_implemented_errors():
