@@ -167,7 +167,7 @@
       }
       pending.hold(f[2], false);
       state.query = state.query.slice(); state.query[f[1]] = v; draw();
-    });
+    }, pending);
   });
   q(".ax-log").addEventListener("change", function (ev) { log = ev.target.checked; draw(); });
   var dragged = N.coalesce(function () { draw(); });  // a drag renders at most once per frame, and on release

@@ -93,7 +93,7 @@
         }
         pending.hold(name, false);
         state.bias = state.bias.slice(); state.bias[t] = v; draw();
-      });
+      }, pending);
     });
   }
   function line(ctx, values, color, w) {

@@ -179,7 +179,7 @@
       }
       pending.hold(f[2], false);
       state.query = state.query.slice(); state.query[f[1]] = v; draw();
-    });
+    }, pending);
   });
   N.onDrag(q("canvas.ax-input"), function (ev) {
     var cv = q("canvas.ax-input");

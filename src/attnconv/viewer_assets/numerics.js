@@ -347,12 +347,14 @@
     var t = String(text).trim();
     return /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(t) ? Number(t) : NaN;
   }
-  function guard(input, msg, apply) {
+  // With pending (N.pendingFields), a message shared by several fields stays while another of them is still wrong.
+  function guard(input, msg, apply, pending) {
     function run() {
       var problem = apply(input.value);
       var bad = typeof problem === "string" && problem.length > 0;
-      msg.textContent = bad ? problem : "";
-      msg.hidden = !bad;
+      var other = !bad && pending && pending.any() ? pending.note() : "";
+      msg.textContent = bad ? problem : other;
+      msg.hidden = !bad && !other;
       input.classList.toggle("ax-bad", bad);
       if (bad) input.setAttribute("aria-invalid", "true"); else input.removeAttribute("aria-invalid");
     }
@@ -379,7 +381,7 @@
   // Long work in slices: sliced(steps, done) advances the generator steps for at most SLICE ms in each animation
   // frame, so that between slices the page takes its reader's input and paints, then calls done(result) with
   // the generator's return value. The page never waits on more than one slice, however long the work takes.
-  var SLICE = 12;
+  var SLICE = 8;
   function sliced(steps, done) {
     (function slice() {
       var t0 = performance.now(), r;
