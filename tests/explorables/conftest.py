@@ -106,29 +106,6 @@ def refusal(loaded: Loaded, ident: str, change: str) -> str:
     return loaded.page.evaluate(REFUSAL_JS, [ident, change])
 
 
-def check_typed_refusals(loaded: Loaded, field: str, message: str, good: str, bad, watch: str, expect: str,
-                         settle=lambda: None) -> None:
-    """Typing each of ``bad`` into ``field`` shows ``message`` (a selector) next to it, saying ``expect``, marks the
-    field, and leaves ``watch`` (a selector of what the explorable shows) as ``good`` left it; ``good`` again
-    hides the message."""
-    page = loaded.page
-    box, msg = page.locator(field), page.locator(message)
-    box.fill(good)
-    settle()
-    assert not msg.is_visible(), msg.inner_text()
-    kept = page.locator(watch).inner_text()
-    for value in bad:
-        box.fill(value)
-        settle()
-        assert msg.is_visible() and expect in msg.inner_text(), (value, msg.inner_text())
-        assert "ax-bad" in (box.get_attribute("class") or "") and box.get_attribute("aria-invalid") == "true", value
-        assert page.locator(watch).inner_text() == kept, value  # the last good state stays
-    box.fill(good)
-    settle()
-    assert not msg.is_visible() and page.locator(watch).inner_text() == kept
-    assert not loaded.errors, loaded.errors
-
-
 def check_not_computed(loaded: Loaded, field: str, message: str, good: str, bad, expect: str, numbers: str,
                        meanwhile=None, settle=lambda: None) -> None:
     """Each of ``bad`` typed into ``field`` shows ``message`` (a selector) next to it, saying ``expect``, marks the
