@@ -29,7 +29,8 @@ from attnconv.train.vision_config import VISION_CONFIGS
 
 from .test_train import _config, _tiny_data
 from .test_train_bert import SMOKE as BERT_SMOKE
-from .test_train_bert import corpora, data  # noqa: F401 (fixtures: the sample corpora, tokenised)
+from .test_train_bert import FT as BERT_FT
+from .test_train_bert import corpora, data, pretrained  # noqa: F401 (fixtures: the sample corpora, a smoke model)
 
 
 def _no_data(*args, **kwargs):
@@ -256,6 +257,28 @@ def test_pretraining_writes_no_checkpoint_of_a_model_with_a_nan_weight(data, tmp
         bert_pretrain.pretrain_bert(BERT_SMOKE, tmp_path, data=data)
     state = load_checkpoint(tmp_path / CHECKPOINT_NAME, map_location="cpu")
     assert state["step"] == 3 and all(torch.isfinite(t).all() for t in state["model"].values() if t.is_floating_point())
+
+
+def test_finetuning_writes_no_checkpoint_of_a_model_with_a_nan_weight(pretrained, corpora, tmp_path, monkeypatch):
+    import attnconv.train.bert_finetune as bert_finetune
+    from attnconv.data.tasks import load_task
+
+    real_evaluate = bert_finetune._evaluate_classifier
+    calls = [0]
+
+    def evaluate(model, *args, **kwargs):
+        calls[0] += 1
+        if calls[0] == 2:  # seed 0's second epoch: its first epoch's checkpoint is the last good one
+            _poison(model)
+        return real_evaluate(model, *args, **kwargs)
+
+    monkeypatch.setattr(bert_finetune, "_evaluate_classifier", evaluate)
+    with pytest.raises(NonFiniteLossError, match=r"is not finite after seed 0, epoch 2, although the loss was; the "
+                                                 r"last good checkpoint, .*, is kept"):
+        bert_finetune.finetune_bert(BERT_FT, pretrained[0], tmp_path, task=load_task("subj", corpora))
+    state = load_checkpoint(tmp_path / CHECKPOINT_NAME, map_location="cpu")
+    assert (state["seed_index"], state["epoch"]) == (0, 1)
+    assert all(torch.isfinite(t).all() for t in state["model"].values() if t.is_floating_point())
 
 
 def test_a_second_run_on_the_same_folder_is_refused(tmp_path, monkeypatch, capsys):
