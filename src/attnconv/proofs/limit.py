@@ -176,8 +176,9 @@ def _polynomial_sign(form: sp.Expr, strict: bool) -> bool:
 def _decide_sign(expr: sp.Expr, strict: bool) -> bool:
     try:
         expr = sp.sympify(expr)
-        if not isinstance(expr, sp.Expr) or expr.has(sp.nan, sp.zoo, sp.oo, -sp.oo, sp.I):
-            return False  # not a finite real expression: nothing to prove
+        bare = expr.xreplace({s: sp.Integer(0) for s in expr.atoms(sp.Sum)}) if isinstance(expr, sp.Expr) else expr
+        if not isinstance(expr, sp.Expr) or bare.has(sp.nan, sp.zoo, sp.oo, -sp.oo, sp.I):
+            return False  # not a finite real expression (a sum's infinite limit aside): nothing to prove
         return _decide_forms(sp.expand(expr), strict, [256])
     except _SYMPY_ERRORS:
         return False
