@@ -37,15 +37,12 @@ __all__ = ["MimeticTargets", "mimetic_init_", "query_key_products", "value_outpu
 
 
 class MimeticTargets(NamedTuple):
-    """The matrices a mimetic initialisation aimed at, in float64 on the CPU.
-
-    Attributes:
-        query_key: ``(N_h, C, C)``, α1 Z1^(h) + β1 I for every head h.
-        value_output: ``(C, C)``, α2 Z2 - β2 I.
-    """
+    """The matrices a mimetic initialisation aimed at, in float64 on the CPU."""
 
     query_key: Tensor
+    """``(N_h, C, C)``, α1 Z1^(h) + β1 I for every head h."""
     value_output: Tensor
+    """``(C, C)``, α2 Z2 - β2 I."""
 
 
 def query_key_products(attention: MultiHeadSelfAttention) -> Tensor:

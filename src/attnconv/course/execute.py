@@ -288,6 +288,15 @@ def run_notebook(nb: nbformat.NotebookNode, capture_after: dict[int, list], nonc
                     run.errors[index] = {"ename": type(err).__name__, "evalue": str(err)[:300]}
                 finally:
                     deadline["at"] = None
+                if quota is not None and (full.is_set() or quota.over()):
+                    # The cell ended before the watchdog looked: on a full tmpfs the writes fail at once and the
+                    # cell may go on to end by itself. The quota is still what stopped it, and nothing runs after.
+                    full.set()
+                    stop_kernel()
+                    run.errors[index] = {"ename": "ScratchQuota", "evalue": f"this cell filled the scratch folder's "
+                                         f"{quota.mb} MiB quota, so the kernel was stopped", "limit": why}
+                    run.died_at = index
+                    break
                 if timed_out:
                     run.errors[index] = {"ename": "CellTimeout", "evalue": "time limit", "limit": why}
                 elif (error := _cell_error(cell)) is not None:
