@@ -95,16 +95,7 @@
   // A typed field holding a value it cannot take stops the page computing (N.pendingFields), until it holds one.
   var pending = N.pendingFields(), outputs = qa("canvas").filter(function (c) { return !c.classList.contains("ax-input"); });
   function draw() {
-    if (pending.any()) {
-      q(".ax-summary").textContent = pending.note();
-      q(".ax-summary").classList.add("ax-warn");
-      N.dim(outputs, true);
-      root.dataset.stale = pending.keys().join(" ");
-      return;
-    }
-    delete root.dataset.stale;
-    q(".ax-summary").classList.remove("ax-warn");
-    N.dim(outputs, false);
+    if (N.markStale(root, q(".ax-summary"), outputs, pending)) return;
     var out = compute(state), m = flat(out.attention), top = Math.max.apply(null, m), img = flat(state.image);
     var lo = Math.min.apply(null, m);
     var rgb = function (v) { return [Math.round(255 * v[0]), Math.round(255 * v[1]), Math.round(255 * v[2])]; };

@@ -120,16 +120,7 @@
     if (!pending.any()) q(".ax-bias-msg").hidden = true;
   }
   function draw() {
-    if (pending.any()) {
-      q(".ax-mass").textContent = pending.note();
-      q(".ax-mass").classList.add("ax-warn");
-      N.dim(outputs, true);
-      root.dataset.stale = pending.keys().join(" ");
-      return;
-    }
-    delete root.dataset.stale;
-    q(".ax-mass").classList.remove("ax-warn");
-    N.dim(outputs, false);
+    if (N.markStale(root, q(".ax-mass"), outputs, pending)) return;
     var out = compute(state), k = (state.bias.length - 1) / 2;
     qa(".ax-bar").forEach(function (el, t) {
       var v = state.bias[t], y = BAR_H / 2 * (1 - v / LIMIT);

@@ -122,17 +122,10 @@
       "; query token (" + state.query[0] + ", " + state.query[1] + ")";
     qa(".ax-thumb").forEach(function (bt, i) { bt.classList.toggle("ax-on", state.picked === i && !drawing); });
     q(".ax-draw").classList.toggle("ax-on", !!drawing);
-    if (pending.any()) {  // a query field holds a value it cannot take: nothing is computed with the old one
-      q(".ax-pred").textContent = pending.note();
-      q(".ax-pred").classList.add("ax-warn");
-      N.dim(outputs, true);
-      root.dataset.stale = pending.keys().join(" ");
-      shown = null;
+    if (N.markStale(root, q(".ax-pred"), outputs, pending)) {  // a query field holds a value it cannot take:
+      shown = null;                                              // nothing is computed with the old one
       return;
     }
-    delete root.dataset.stale;
-    q(".ax-pred").classList.remove("ax-warn");
-    N.dim(outputs, false);
     [[".ax-qrow", 0], [".ax-qcol", 1]].forEach(function (f) {
       var el = q(f[0]);
       if (document.activeElement !== el && !el.classList.contains("ax-bad")) el.value = state.query[f[1]];

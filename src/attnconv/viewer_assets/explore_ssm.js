@@ -92,17 +92,10 @@
   // A typed a that the page cannot take stops it computing (N.pendingFields), until the field or the slider gives one.
   var pending = N.pendingFields(), outputs = N.toArray(root.querySelectorAll("canvas"));
   function draw() {
-    if (pending.any()) {
-      q(".ax-diff").textContent = pending.note();
-      q(".ax-diff").classList.add("ax-warn");
+    if (N.markStale(root, q(".ax-diff"), outputs, pending)) {
       q(".ax-a-val").textContent = "a: not computed";
-      N.dim(outputs, true);
-      root.dataset.stale = pending.keys().join(" ");
       return;
     }
-    delete root.dataset.stale;
-    q(".ax-diff").classList.remove("ax-warn");
-    N.dim(outputs, false);
     var out = compute(state);
     q(".ax-a").value = state.a;
     if (document.activeElement !== q(".ax-a-in")) q(".ax-a-in").value = state.a;

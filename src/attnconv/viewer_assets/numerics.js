@@ -408,6 +408,16 @@
   }
   // Dim what an explorable shows while it computes nothing (elements), or bring it back.
   function dim(elements, on) { elements.forEach(function (el) { el.style.opacity = on ? "0.25" : ""; }); }
+  // An explorable's state while a typed field is wrong (pending, from pendingFields): the note in status, the
+  // outputs dimmed and root.dataset.stale naming the fields; all cleared once none is. Returns whether it is stale.
+  function markStale(root, status, outputs, pending) {
+    var stale = pending.any();
+    if (stale) { status.textContent = pending.note(); root.dataset.stale = pending.keys().join(" "); }
+    else delete root.dataset.stale;
+    status.classList.toggle("ax-warn", stale);
+    dim(outputs, stale);
+    return stale;
+  }
 
   window.attnconvExplorables = window.attnconvExplorables || {};
   window.attnconvNumerics = {
@@ -417,6 +427,6 @@
     visionForward: visionForward, bytes: bytes, paint: paint, ramp: ramp, diverging: diverging, cellAt: cellAt,
     fractionAt: fractionAt, onDrag: onDrag, toArray: toArray, refuse: refuse, finiteIn: finiteIn, positive: positive,
     allFinite: allFinite, cell: cell, number: number, guard: guard, coalesce: coalesce, sliced: sliced,
-    pendingFields: pendingFields, dim: dim, visionSteps: visionSteps
+    pendingFields: pendingFields, dim: dim, markStale: markStale, visionSteps: visionSteps
   };
 })();
