@@ -463,4 +463,10 @@ def test_budget_rows_read_each_finished_run_from_its_record(tmp_path):
     assert bf16["cpu_min"] is None and bf16["threads"] == 1 and bf16["processes"] == 1
     assert bf16["first_epoch_at_80"] is None  # 79.95% at best on the 2,000 images of its epochs
     assert rows[1]["first_epoch_at_80"] == 9  # the ResNet18: epoch 9
+    # minutes to 80%: the epoch's wall clock where an epoch got there, else the whole run's when the final look on
+    # all 10,000 images did (the bf16 run: 80.1% only at its end), else none
+    resnet_epochs = [json.loads(line) for line in (RESULTS / "cpu-long-resnet18" / "metrics.jsonl").open()]
+    assert rows[1]["minutes_to_80"] == resnet_epochs[8]["wall_time_s"] / 60 < rows[1]["wall_min"]
+    assert bf16["minutes_to_80"] == bf16["wall_min"]
+    assert budget_rows(RESULTS, ["cpu-quick-sa-quadratic"])[0]["minutes_to_80"] is None
     assert rows[1]["threads"] == 1  # read from its device line, "2 cores, 1 threads", made before the field existed

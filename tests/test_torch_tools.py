@@ -424,3 +424,36 @@ def test_rotary_positions_given_as_a_tensor_work_under_the_tools():
     torch.testing.assert_close(traced(x, positions + 1.5), rotate(x, positions + 1.5))
     with pytest.raises(ValueError, match="positions must be finite"):
         rotary(x, positions=torch.tensor([0.0, float("nan"), 2.0, 3.0, 4.0]))
+
+
+@pytest.mark.parametrize("predicted", [2, 0], ids=["two-masked", "none-masked"])
+def test_mlm_loss_under_meta_and_compile_equals_the_eager_loss(predicted):
+    """``BertForMaskedLM.loss`` picks the masked positions by value, a shape no tool can know: where the labels
+    cannot be read it computes the same loss and count in a static shape. On the meta device it gives shapes; under
+    ``torch.compile(fullgraph=True)`` the loss and the gradients equal the eager ones, also with nothing masked."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = _bert("composite")()
+    ids, types, padding = _ids()
+    labels = torch.full_like(ids, -100)
+    if predicted:
+        labels[0, 2], labels[1, 1] = 5, 7
+    results = []
+    for call in (model.loss, torch.compile(model.loss, fullgraph=True, backend="aot_eager")):
+        model.zero_grad()
+        loss, correct = call(ids, types, padding, labels)
+        loss.backward()
+        results.append((loss.detach(), correct, [p.grad.clone() for p in model.parameters() if p.grad is not None]))
+    (eager, eager_correct, eager_grads), (got, got_correct, got_grads) = results
+    torch.testing.assert_close(got, eager)
+    assert int(got_correct) == int(eager_correct)
+    assert len(got_grads) == len(eager_grads) > 0
+    for g, e in zip(got_grads, eager_grads):
+        torch.testing.assert_close(g, e)
+    if predicted == 0:
+        assert float(got) == 0.0 and all(float(g.abs().max()) == 0.0 for g in got_grads)
+    with torch.device("meta"):
+        meta_model = _bert("composite")()
+    meta_loss, meta_correct = meta_model.loss(ids.to("meta"), types.to("meta"), padding.to("meta"),
+                                              labels.to("meta"))
+    assert meta_loss.is_meta and meta_loss.shape == () and meta_correct.shape == ()

@@ -348,8 +348,10 @@ class BertForMaskedLM(nn.Module):
         if labels.shape != getattr(input_ids, "shape", None):
             raise ValueError(f"labels must have the shape of input_ids {tuple(getattr(input_ids, 'shape', ()))}, "
                              f"got {tuple(labels.shape)}")
+        if not values_readable(labels):
+            return self._static_loss(input_ids, token_type_ids, padding_mask, labels)
         predicted = labels[labels != -100]
-        if predicted.numel() and values_readable(predicted):
+        if predicted.numel():
             lo, hi = torch.stack(torch.aminmax(predicted)).tolist()
             if lo < 0 or hi >= self.config.vocab_size:
                 raise ValueError(f"labels must be -100 or a token id in [0, vocab_size={self.config.vocab_size}), "
@@ -358,6 +360,18 @@ class BertForMaskedLM(nn.Module):
         if not predicted.numel():
             return logits.float().sum() * 0.0, predicted.new_zeros(())
         return F.cross_entropy(logits.float(), predicted), (logits.argmax(-1) == predicted).sum()
+
+    def _static_loss(self, input_ids: Tensor, token_type_ids: Tensor | None, padding_mask: Tensor | None,
+                     labels: Tensor) -> tuple[Tensor, Tensor]:
+        """:meth:`loss` where the labels cannot be read (the meta device, ``torch.compile``, ``vmap``, tracing): the
+        same two numbers without a shape that depends on the labels' values, so without the label-range check. The
+        logits of every position are computed and the unpredicted ones ignored, which costs the vocabulary product at
+        all N positions instead of the M predicted ones."""
+        logits = self(input_ids, token_type_ids, padding_mask)  # (B, N, V)
+        chosen = labels != -100
+        total = F.cross_entropy(logits.float().flatten(0, 1), labels.flatten().long(), ignore_index=-100,
+                                reduction="sum")
+        return total / chosen.sum().clamp(min=1), ((logits.argmax(-1) == labels) & chosen).sum()
 
 
 class BertClassifier(nn.Module):
