@@ -14,7 +14,7 @@ import torch
 from attnconv.data import generated_cifar10
 from attnconv.data.sample_text import write_sample_corpora
 from attnconv.figures.yourself import plot_my_pretraining, plot_my_vision_run
-from attnconv.train import cuda, yourself
+from attnconv.train import cuda, named_config, yourself
 from attnconv.train.runs import read_jsonl
 
 RESULTS = yourself.Path(__file__).resolve().parents[1] / "results"
@@ -143,3 +143,15 @@ def test_pretraining_yourself_resumes_and_draws_beside_the_committed_curves(plai
     lines = figure.axes[0].get_lines()
     assert [line.get_label() for line in lines][-1] == "your run (bert-smoke-composite)"
     assert lines[-1].get_xdata().tolist() == [6, 12]  # eval_every=6 in the smoke budget
+
+
+def test_a_notebook_run_of_the_torchrun_budget_uses_every_core(tmp_path):
+    """cpu-30min is sized for torchrun, one process of one thread per core; the chapter's cell is one process, so
+    its run takes the cores' threads (None: all of them), not one."""
+    from attnconv.train import vision
+
+    seen = {}
+    with mock.patch.object(vision, "train_vision", side_effect=lambda config, out, **kw: seen.update(config=config)):
+        yourself.train_yourself("cpu-30min", "sa-quadratic", tmp_path, data=generated_cifar10(n_train=8, n_test=8))
+    assert named_config("cpu-30min").threads == 1 and seen["config"].threads is None
+    assert seen["config"].epochs == named_config("cpu-30min").epochs and seen["config"].device == "cpu"

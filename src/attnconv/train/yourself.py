@@ -95,7 +95,9 @@ def train_yourself(budget: str, model: str, home: str | os.PathLike, *, data=Non
 
     if choose_budget(budget) == "committed":
         return None
-    config = replace(named_config(budget, model), progress=True, **(overrides or {}))
+    # A notebook is one process: a budget sized for one process of one thread per core (cpu-30min, which
+    # torchrun runs on two) uses every core here instead.
+    config = replace(named_config(budget, model), progress=True, threads=None, **(overrides or {}))
     if config.device == "auto" and gpu_name() is None:
         config = replace(config, device="cpu")
     out = run_folder(home, budget, model)
