@@ -275,3 +275,34 @@ def test_the_long_runs_end_at_zero_learning_rate_without_overfitting(name):
     assert flattens_without_overfitting(last)
     assert not flattens_without_overfitting({**last, "train_acc": last["test_acc"] + 0.1}), "an overfit run fails"
     assert not flattens_without_overfitting({**last, "lr": 0.05}), "a run stopped mid-schedule fails"
+
+
+# ---- what each budget reaches ----
+
+def _reach_runs() -> dict[str, str]:
+    cells = [c.source for c in jupytext.read(CHAPTER).cells if c.cell_type == "code" and "REACH_RUNS = " in c.source]
+    assert len(cells) == 1, "one cell defines REACH_RUNS"
+    tree = ast.parse(cells[0])
+    found = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
+             and any(isinstance(t, ast.Name) and t.id == "REACH_RUNS" for t in n.targets)]
+    assert len(found) == 1, "one REACH_RUNS in the chapter"
+    return ast.literal_eval(found[0])
+
+
+def test_the_budgets_table_reads_each_run_from_its_own_record():
+    """The twin of the chapter's check of "what each CPU budget reaches": each row's budget is its record's config,
+    its minutes and accuracy are the record's, and minutes to 80% are the first evaluation at 80% or more."""
+    from attnconv.train.results import budget_rows
+
+    runs = _reach_runs()
+    rows = budget_rows(RESULTS, list(runs))
+    assert "cpu-30min-sa-quadratic" in [r["folder"] for r in rows]
+    for r in rows:
+        final = json.loads((RESULTS / r["folder"] / "final.json").read_text())
+        assert r["config"] == runs[r["folder"]].split(",")[0] == final["config"], r["folder"]
+        assert r["full_test_acc"] == final["full_test_acc"] and r["wall_min"] == final["wall_time_s"] / 60
+    thirty = next(r for r in rows if r["folder"] == "cpu-30min-sa-quadratic")
+    if thirty["full_test_acc"] < 0.8:  # the committed record short of 80%: no minutes to 80% are claimed
+        assert thirty["minutes_to_80"] is None
+    else:
+        assert thirty["minutes_to_80"] <= 30
