@@ -96,11 +96,13 @@ test: $(STAMP)
 # Under `make test` two stages run at once, so their workers share the cores (tests/conftest.py sizes torch's threads
 # per worker; the stages' waits on kernels, time limits and the browser are what the second stage fills).
 XDIST ?= -n 2
+# Each stage names its ten slowest tests, so that the time of `make test` can be read where it goes.
+DURATIONS ?= --durations=10 --durations-min=5
 
 # The library tests include the explorables' checks in Chromium (tests/explorables), hence the browser.
 test-lib: $(STAMP) browser
 	$(STAGE_START)
-	$(BIN)/python -m pytest tests --ignore=tests/book --ignore=tests/course -q $(XDIST)
+	$(BIN)/python -m pytest tests --ignore=tests/book --ignore=tests/course -q $(XDIST) $(DURATIONS)
 	$(STAGE_END)
 
 # Each chapter runs three times in `make test`, once per configuration a reader meets: with the data in test-book's
@@ -120,14 +122,14 @@ test-notebooks: $(STAMP)
 	$(if $(NBVAL_DATA),$(BIN)/python -m pytest --nbval-lax --nbval-current-env notebooks -q \
 	  $(if $(XDIST),$(XDIST) --dist loadfile))
 	nodata="$$(mktemp -d)" && trap 'rm -rf "$$nodata"' EXIT && env -u ATTNCONV_DATA ATTNCONV_CACHE="$$nodata" \
-	  $(BIN)/python -m pytest --nbval-lax --nbval-current-env $(NODATA_CHAPTERS) -q -p no:cacheprovider
+	  $(BIN)/python -m pytest --nbval-lax --nbval-current-env $(NODATA_CHAPTERS) -q -p no:cacheprovider $(DURATIONS)
 	$(STAGE_END)
 
 # The build executes every chapter again (FRESH=1), whatever its cache holds: it is the run of the chapters with data.
 test-book: FRESH = 1
 test-book: book browser
 	$(STAGE_START)
-	$(BIN)/python -m pytest tests/book -q
+	$(BIN)/python -m pytest tests/book -q $(DURATIONS)
 	$(STAGE_END)
 
 # The worked edition of every chapter, executed in the grader's sandbox and graded to full marks (all but chapter 07
@@ -136,7 +138,7 @@ test-book: book browser
 # grading of their baseline, run on one worker (tests/conftest.py hands out the longest tests first).
 test-course: $(STAMP)
 	$(STAGE_START)
-	$(BIN)/python -m pytest tests/course -q $(if $(XDIST),$(XDIST) --dist loadgroup)
+	$(BIN)/python -m pytest tests/course -q $(if $(XDIST),$(XDIST) --dist loadgroup) $(DURATIONS)
 	$(STAGE_END)
 
 student: $(STAMP)
