@@ -38,3 +38,4 @@ run_one v1 --set sa.dropout=0.1
 run_one no-dropout
 run_one wd-5e-4 --set weight_decay=5e-4
 run_one no-smoothing --set label_smoothing=0
+[[ $DRY == --dry-run ]] || "$BIN/python" benchmarks/cpu30_recipe_table.py
