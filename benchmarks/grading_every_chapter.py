@@ -3,7 +3,7 @@ grader's Python a virtual environment under /tmp.
 
     python benchmarks/grading_every_chapter.py [--chapters 01,02] [--situations full,mapped,none]
         [--ways zip,folder] [--out results/grading-situations]
-    python benchmarks/grading_every_chapter.py --table      # README.md again from grading.json
+    python benchmarks/grading_every_chapter.py --table [--note TEXT]   # README.md again from grading.json
 
 Run it as root (the zip's ``run_autograder`` runs as root on Gradescope, and arranging the situations needs
 ``unshare`` and ``setpriv``), one grading at a time, under ``nice``. Each grading measured is written into
@@ -325,6 +325,8 @@ def write_readme(out: Path, record: dict) -> str:
                                        + ", ".join(f"{x['exercise']} ({x['message'][:120]})" for x in r['lost'])
                                        for r in lost) if lost else ""),
     ]
+    if record.get("notes"):
+        lines += ["", "Notes:", *[f"- {note}" for note in record["notes"]]]
     text = "\n".join(lines) + "\n"
     (out / "README.md").write_text(text)
     return text
@@ -349,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ways", default=",".join(WAYS))
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "grading-situations")
     parser.add_argument("--table", action="store_true", help="only write README.md from grading.json")
+    parser.add_argument("--note", action="append", default=[],
+                        help="with --table: a sentence kept in grading.json and listed under the table")
     args = parser.parse_args(argv)
     from attnconv.course.gradescope import build_autograder
     from attnconv.course.report import resolve_chapter
@@ -365,6 +369,9 @@ def main(argv: list[str] | None = None) -> int:
     target = args.out / "grading.json"
     record = json.loads(target.read_text()) if target.exists() else {"meta": {}, "rows": []}
     if args.table:
+        record["notes"] = record.get("notes", []) + [scrubbed(note, {str(ROOT): "<repo>"}) for note in args.note]
+        if args.note:
+            (args.out / "grading.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
         print(write_readme(args.out, record))
         return 0
     record["meta"] = machine()
