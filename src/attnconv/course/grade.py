@@ -43,7 +43,7 @@ from .escape import exit_status, plain, visible
 from .exercises import exercises_for, score_results
 from .exercises.core import CheckResult, Exercise
 from .gradebook import write_gradebook
-from ..records import RESULTS_ENV_VAR, results_dir
+from ..records import RECORD_SUFFIXES, RESULTS_ENV_VAR, results_dir
 from .isolation import SCRATCH_MB, Cgroup, Isolation, Limits, ScratchQuota, detect
 from .report import ExerciseGrade, GradeReport, answer_cells, read_notebook, resolve_chapter, written_answers
 from .sandbox import is_private, portable_probe, run_function_exercise
@@ -80,12 +80,28 @@ def _later(label: str, index: int, died_at: int | None) -> str | None:
     return None
 
 
-def _records() -> Path | None:
-    """The committed records an exercise reads (:func:`attnconv.records.results_dir`), resolved by the grader."""
+def _records(folder: Path) -> Path | None:
+    """A copy, in the grading's own ``folder``, of the committed records an exercise reads
+    (:func:`attnconv.records.results_dir`, resolved by the grader; the record files only, as the Gradescope zip
+    carries them), readable by the kernel's user whatever the modes of the originals: a record written with mode
+    600 (by a training run, or in a checkout cloned under ``umask 077``) is closed to ``nobody``."""
     try:
-        return results_dir().resolve()
+        source = results_dir().resolve()
     except FileNotFoundError:
         return None
+    copy = folder / "records"
+    copy.mkdir(mode=0o755)
+    copy.chmod(0o755)
+    for path in sorted(source.rglob("*")):
+        if path.is_file() and not path.is_symlink() and path.suffix in RECORD_SUFFIXES:
+            target = copy / path.relative_to(source)
+            for parent in reversed(target.relative_to(copy).parents[:-1]):
+                if not (copy / parent).is_dir():
+                    (copy / parent).mkdir()
+                    (copy / parent).chmod(0o755)
+            shutil.copyfile(path, target)
+            target.chmod(0o644)
+    return copy
 
 
 def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: int = 120,
@@ -151,7 +167,7 @@ def grade_notebook(path: str | Path, chapter: str | None = None, cell_timeout: i
         cwd = scratch / "notebook"  # the notebook's folder, so that an older edition's ../results resolves too
         cwd.mkdir()
         os.chown(cwd, *(os.stat(scratch)[4:6]))
-        records = _records()  # the grader's own records, wherever the submission sits
+        records = _records(folder)  # the grader's own records, wherever the submission sits
         if records is not None:
             (scratch / "results").symlink_to(records)
         hidden = tuple(hide) + (path.resolve().parent,)
