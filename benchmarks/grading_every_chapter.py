@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import html
 import json
 import os
 import platform
@@ -207,6 +208,9 @@ def grade_zip(chapter: str, arranged: dict, where: Path, zips: dict) -> dict:
         row |= {"score": data["score"], "max_score": sum(t["max_score"] for t in data["tests"]),
                 "lost": [{"exercise": t["name"], "message": t["output"][:300]} for t in data["tests"]
                          if t["score"] < t["max_score"]]}
+        raised = data.get("output", "").split("Cells that raised:", 1)[1:]
+        row["cell_errors"] = [html.unescape(line.strip())[:240] for line in
+                              (raised[0].split("Problems:", 1)[0] if raised else "").splitlines() if line.strip()]
         if row["score"] < row["max_score"] or not data["tests"]:
             row["output"] = data.get("output", "")[:600]
     else:
@@ -284,7 +288,8 @@ def cell(row: dict | None) -> str:
     if "score" not in row:
         return f"no score (exit {row['returncode']}); {row['wall_s']:.0f} s"
     seen = "" if row["isolation_seen"] == row["situation"] else f" (seen: {row['isolation_seen']})"
-    return f"{row['score']}/{row['max_score']}; {row['wall_s']:.0f} s; {row['peak_mb']} MB{seen}"
+    errors = f"; {len(row['cell_errors'])} cells raised" if row.get("cell_errors") else ""
+    return f"{row['score']}/{row['max_score']}; {row['wall_s']:.0f} s; {row['peak_mb']} MB{seen}{errors}"
 
 
 def write_readme(out: Path, record: dict) -> str:
@@ -320,7 +325,8 @@ def write_readme(out: Path, record: dict) -> str:
         "",
         *table,
         "",
-        f"{len(full) - len(lost)} of {len(full)} gradings earned full marks."
+        f"{len(full) - len(lost)} of {len(full)} gradings earned full marks; in "
+        f"{sum(1 for r in full if r.get('cell_errors'))} a cell of the worked edition raised (`cell_errors` in `grading.json`)."
         + (" Lost marks: " + "; ".join(f"{r['chapter']} {r['situation']} {r['way']}: "
                                        + ", ".join(f"{x['exercise']} ({x['message'][:120]})" for x in r['lost'])
                                        for r in lost) if lost else ""),
