@@ -326,7 +326,8 @@ def write_readme(out: Path, record: dict) -> str:
         *table,
         "",
         f"{len(full) - len(lost)} of {len(full)} gradings earned full marks; in "
-        f"{sum(1 for r in full if r.get('cell_errors'))} a cell of the worked edition raised (`cell_errors` in `grading.json`)."
+        f"{sum(1 for r in full if r.get('cell_errors'))} a cell of the worked edition raised "
+        "(`cell_errors` in `grading.json`)."
         + (" Lost marks: " + "; ".join(f"{r['chapter']} {r['situation']} {r['way']}: "
                                        + ", ".join(f"{x['exercise']} ({x['message'][:120]})" for x in r['lost'])
                                        for r in lost) if lost else ""),
