@@ -8,7 +8,7 @@
 #   wd-5e-4     dropout 0 and weight decay 5e-4 instead of 1e-4 (tried; it slowed the fitting)
 #   no-smoothing  dropout 0 and no label smoothing
 #
-# Six epochs are a proxy for the 21 of the recipe; the cosine is compressed to them. Records:
+# Six epochs are a proxy for the 22 of the recipe; the cosine is compressed to them. Records:
 # results/cpu-30min-steps-<step>/ (the checkpoint and attention maps move to runs/cpu30-steps/, ignored by git).
 #
 #   ATTNCONV_DATA=/path/to/data benchmarks/cpu30_recipe_steps.sh [--dry-run]

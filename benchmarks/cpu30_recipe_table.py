@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     meta = machine()
     note = ("Each step is the cpu-30min command (torchrun, two processes of one thread, bfloat16, all 50,000 "
-            "training images) for 6 epochs, a proxy for the recipe's 21, run back to back by "
+            "training images) for 6 epochs, a proxy for the recipe's 22, run back to back by "
             "benchmarks/cpu30_recipe_steps.sh." + (f" Missing: {', '.join(missing)}." if missing else ""))
     print(write_record(args.out, {"meta": meta, "rows": rows, "missing": missing},
                        title="What each change of the cpu-30min recipe bought (6-epoch proxies)", note=note,
