@@ -306,3 +306,22 @@ def test_the_budgets_table_reads_each_run_from_its_own_record():
         assert thirty["minutes_to_80"] is None
     else:
         assert thirty["minutes_to_80"] <= 30
+
+
+def test_the_resnet18_beside_cpu_30min_ran_the_same_recipe_and_got_to_80_first():
+    """The twin of the chapter's sentence on the ResNet18 beside cpu-30min: the same named config and recorder, 80%
+    on its test subset within its run and sooner than the attention model, with 6.2 times its parameters."""
+    from attnconv.train.results import budget_rows
+
+    rows = {r["folder"]: r for r in budget_rows(RESULTS, ["cpu-30min-resnet18", "cpu-30min-sa-quadratic"])}
+    cnn, sa = rows["cpu-30min-resnet18"], rows["cpu-30min-sa-quadratic"]
+    assert cnn["config"] == sa["config"] == "cpu-30min" and cnn["model"] == "resnet18"
+    assert cnn["processes"] == sa["processes"] == 2 and cnn["threads"] == sa["threads"] == 1
+    assert cnn["first_epoch_at_80"] is not None and cnn["minutes_to_80"] < cnn["wall_min"]
+    assert cnn["minutes_to_80"] < sa["minutes_to_80"]
+    finals = [json.loads((RESULTS / f / "final.json").read_text()) for f in ("cpu-30min-resnet18", "cpu-30min-sa-quadratic")]
+    assert f"{finals[0]['params'] / finals[1]['params']:.1f}" == "6.2"
+    config = [json.loads((RESULTS / f / "provenance.json").read_text())["config"]
+              for f in ("cpu-30min-resnet18", "cpu-30min-sa-quadratic")]
+    assert {k: v for k, v in config[0].items() if k != "model"} == {k: v for k, v in config[1].items() if k != "model"}
+

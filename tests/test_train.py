@@ -105,6 +105,22 @@ def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["ckpt.pt"], "no temporary file is left behind"
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_run_files_get_the_mode_the_umask_gives(tmp_path, umask):
+    """A record is written through a temporary file, which mkstemp makes private (0600); the file in place has the
+    mode any new file gets under the umask, so that another user (a grader's kernel) reads a committed record."""
+    old = os.umask(umask)
+    try:
+        checkpoint.save_checkpoint(tmp_path / "checkpoint.pt", {"epoch": 1})
+        checkpoint.write_json(tmp_path / "final.json", {"test_acc": 0.5})
+        checkpoint.atomic_write_text(tmp_path / "metrics.jsonl", "{}\n")
+        (tmp_path / "plain.txt").write_text("a file opened the ordinary way\n")
+    finally:
+        os.umask(old)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in tmp_path.iterdir()}
+    assert modes == dict.fromkeys(modes, 0o666 & ~umask), modes
+
+
 def test_a_run_writes_its_results(tmp_path):
     final = train_vision(_config(epochs=2), tmp_path / "run", data=_tiny_data())
     run = tmp_path / "run"

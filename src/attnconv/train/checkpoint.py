@@ -20,6 +20,13 @@ def _write_bytes(path: Path, data: bytes | memoryview) -> None:
         f.write(data)
 
 
+def _umask() -> int:
+    """The process's umask. Python reads it only by setting it, so it is put back at once."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _replace_from_temp(path: Path, data: bytes | memoryview) -> None:
     """Write ``data`` to a temporary file next to ``path``, then rename it over ``path``.
 
@@ -29,6 +36,9 @@ def _replace_from_temp(path: Path, data: bytes | memoryview) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
+        # mkstemp makes the file readable by its owner alone; a record is for everyone the umask lets read it (a
+        # grader's kernel runs as another user, and a committed record keeps the mode it was written with).
+        os.chmod(tmp, 0o666 & ~_umask())
         _write_bytes(Path(tmp), data)
         os.replace(tmp, path)  # atomic on POSIX: readers see the old file or the new one, never half of one
     except OSError as err:
