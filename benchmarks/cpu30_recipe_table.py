@@ -42,6 +42,7 @@ def step_row(step: str, folder: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "results" / "benchmarks" / "cpu30_recipe_steps"))
+    parser.add_argument("--edits", default="", help="what the tracked edits of a dirty tree were (said in the note)")
     args = parser.parse_args(argv)
     rows, missing = [], []
     for step in STEPS:
@@ -56,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     meta = machine()
     note = ("Each step is the cpu-30min command (torchrun, two processes of one thread, bfloat16, all 50,000 "
             "training images) for 6 epochs, a proxy for the recipe's 22, run back to back by "
-            "benchmarks/cpu30_recipe_steps.sh." + (f" Missing: {', '.join(missing)}." if missing else ""))
+            "benchmarks/cpu30_recipe_steps.sh." + (f" Missing: {', '.join(missing)}." if missing else "")
+            + (" A + after the commit: the tree had tracked edits when the step started"
+               + (f" ({args.edits})." if args.edits else ".") if any(r["dirty"] for r in rows) else ""))
     print(write_record(args.out, {"meta": meta, "rows": rows, "missing": missing},
                        title="What each change of the cpu-30min recipe bought (6-epoch proxies)", note=note,
                        columns=[("step", "{step}"), ("change", "{change}"),
@@ -64,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
                                 ("without the mirror (%)", "{full_acc_no_flip:.2f}"),
                                 ("best 2,000-image epoch (%)", "{best_subset:.2f}"),
                                 ("epoch (s, median)", "{epoch_s:.1f}"), ("images/s", "{images_per_s:.0f}"),
-                                ("CPU s per epoch", "{cpu_s:.0f}"), ("commit", "{commit}")],
-                       rows=rows))
+                                ("CPU s per epoch", "{cpu_s:.0f}"), ("commit", "{commit}{plus}")],
+                       rows=[{**r, "plus": "+" if r["dirty"] else ""} for r in rows]))
     return 0
 
 
