@@ -153,3 +153,19 @@ def test_patch_proof_rejects_too_few_heads_and_swapped_positions():
                                                                  "P = 3, r = 4", "P = 4, r = 2", "P = 4, r = 5"}
     swapped = after.patch_tokens_express_conv(index="query-key")
     assert not swapped.verified and all(not s.verified for s in swapped.steps if not s.claim.startswith("P = 1"))
+
+
+def test_chapter_08_reads_no_data_set_so_its_colab_like_run_is_its_run_without_data():
+    """Chapter 08 reads committed records and no data set: `make test` runs it without data only in the Colab-like
+    run (no $ATTNCONV_DATA, an empty cache), which also holds it to downloading nothing."""
+    import re
+    from pathlib import Path
+
+    import jupytext
+
+    from tests.colab.test_run_all import CHAPTERS, RECORDS_ONLY
+
+    chapter = Path(__file__).resolve().parents[1] / "notebooks" / "08_after_the_papers.md"
+    assert chapter.stem in CHAPTERS and chapter.stem.startswith(RECORDS_ONLY)
+    code = "\n".join(c.source for c in jupytext.read(chapter).cells if c.cell_type == "code")
+    assert not re.search(r"\b(load_cifar10|load_corpus|load_task|prepare_data|generated_cifar10)\b", code)

@@ -3,7 +3,8 @@
 - the forward pass written out in the chapter equals the library's network;
 - the fair comparison: the narrow ResNets bracket the attention model's size and ran its recipe;
 - the research log lives on Part IV's appendix page (06a), whose checks stay asserts, folded, executed by the
-  book, by nbval without the data (the Makefile's NODATA_CHAPTERS) and present in the student book.
+  book, without the data by the Colab-like run (it reads no data set, only records) and present in the student
+  book.
 """
 
 from __future__ import annotations
@@ -223,15 +224,18 @@ def test_the_appendix_keeps_its_checks_folded():
             assert tags & {"hide-cell", "hide-input", "remove-input"}, cell.source[:120]
 
 
-def test_the_appendix_is_in_the_toc_under_chapter_06_and_run_by_nbval_without_data():
+def test_the_appendix_is_in_the_toc_under_chapter_06_and_run_without_data():
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     part = next(p for p in toc["parts"] if any(c["file"] == "notebooks/06_cifar10_training" for c in p["chapters"]))
     chapter = next(c for c in part["chapters"] if c["file"] == "notebooks/06_cifar10_training")
     assert [s["file"] for s in chapter.get("sections", [])] == ["notebooks/06a_appendix_vision_runs"]
-    make = (ROOT / "Makefile").read_text()
-    nodata = re.search(r"^NODATA_CHAPTERS \?= (.*)$", make, re.M).group(1).split()
-    assert "notebooks/06a_appendix_vision_runs.ipynb" in nodata
     assert APPENDIX.with_suffix(".ipynb").is_file()
+    # its run without data is the Colab-like run's (no $ATTNCONV_DATA, an empty cache), which holds it to asking
+    # for no download; that is its only run without data because it reads no data set, only the records
+    from tests.colab.test_run_all import CHAPTERS, RECORDS_ONLY
+    assert APPENDIX.stem in CHAPTERS and APPENDIX.stem.startswith(RECORDS_ONLY)
+    code = "\n".join(c.source for c in jupytext.read(APPENDIX).cells if c.cell_type == "code")
+    assert not re.search(r"\b(load_cifar10|load_corpus|load_task|prepare_data|generated_cifar10)\b", code)
 
 
 def _missing_toc_pages(book: Path) -> list[str]:
