@@ -122,8 +122,8 @@ def test_a_background_process_cannot_rewrite_the_report(toy):
 def test_total_time_holds_while_a_cell_ignores_interrupts(toy):
     began = time.monotonic()
     report = grade_notebook(write(toy / "a.ipynb", *ignores_interrupts()), CHAPTER, checks=("toy_checks",),
-                            cell_timeout=600, total_timeout=30)
-    assert time.monotonic() - began < 30 + 10 + 90  # the limit, the grace after the interrupt, the checks
+                            cell_timeout=600, total_timeout=40)
+    assert time.monotonic() - began < 40 + 10 + 90  # the limit, the grace after the interrupt, the checks
     errors = {e["cell"]: e for e in report.cell_errors}
     assert errors[5]["ename"] == "CellTimeout" and "did not stop when interrupted" in errors[5]["evalue"]
     assert report.score == 0
