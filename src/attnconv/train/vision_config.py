@@ -143,9 +143,9 @@ VISION_CONFIGS: dict[str, TrainConfig] = {
         test_images=2_000, eval_batch_size=500, snapshots_per_epoch=2, device="cpu", precision="fp32"),
     # The cpu-long widths on all 50,000 images in bfloat16, one process per core of a two-core CPU
     # (torchrun --nproc_per_node 2), 22 epochs: under half an hour on two idle cores. No dropout (the narrow model
-    # underfits in so few epochs, and dropout's masks cost a fifth of each step), label smoothing 0.1, and a
-    # mirrored second look at each test image for the final number. results/cpu-30min-steps-* measure what each
-    # change bought.
+    # underfits in so few epochs, and dropout's masks made each epoch 12% longer, 75 -> 85 s), label smoothing 0.1,
+    # and a mirrored second look at each test image for the final number. results/benchmarks/cpu30_recipe_steps.md
+    # gives what each change bought in 6-epoch runs back to back.
     "cpu-30min": TrainConfig(
         name="cpu-30min", sa=replace(_QUICK_SA, dropout=0.0), resnet=ResNetConfig(width=16), epochs=22,
         batch_size=100, lr=0.1, label_smoothing=0.1, flip_test=True,
