@@ -21,7 +21,14 @@ def _write_bytes(path: Path, data: bytes | memoryview) -> None:
 
 
 def _umask() -> int:
-    """The process's umask. Python reads it only by setting it, so it is put back at once."""
+    """The process's umask: Linux's /proc/self/status, which reads it without changing it; elsewhere by setting it
+    and putting it back at once (Python has no other way to read it)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
