@@ -61,6 +61,9 @@ DATA_STAMP := _build/.data-fingerprint
 INPUTS_HASH = find src/attnconv results -type f ! -name '*.pyc' -print0 | LC_ALL=C sort -z | xargs -0 cat | \
   $(BIN)/python -c "import hashlib, sys; print('library and results', hashlib.sha256(sys.stdin.buffer.read()).hexdigest())"
 
+# Jupyter Book executes one page at a time; book/ext/preexecute.py first executes the pages missing from its cache
+# BOOK_JOBS at a time (default: every core), so that the build finds them all there.
+BOOK_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 book: $(STAMP) $(VENDOR)/.complete
 	$(STAGE_START)
 	@{ $(BIN)/python -m attnconv.data.fetch --fingerprint && $(INPUTS_HASH); } > $(DATA_STAMP).new
@@ -71,7 +74,8 @@ book: $(STAMP) $(VENDOR)/.complete
 	@if [ -z "$(FRESH)" ] && cmp -s $(DATA_STAMP).new $(DATA_STAMP); then all=""; else all="--all"; \
 	  rm -rf _build/.jupyter_cache; \
 	  echo "$(if $(FRESH),FRESH=1,data, library or results changed since the last build): re-executing every chapter"; fi; \
-	  echo "$(BIN)/jupyter-book build -W -n --keep-going $$all ."; \
+	  $(BIN)/python book/ext/preexecute.py --jobs $(BOOK_JOBS) && \
+	  echo "$(BIN)/jupyter-book build -W -n --keep-going $$all ." && \
 	  $(BIN)/jupyter-book build -W -n --keep-going $$all . && mv $(DATA_STAMP).new $(DATA_STAMP)
 	$(STAGE_END)
 

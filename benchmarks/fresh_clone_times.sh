@@ -41,7 +41,8 @@ i = t.index("```{code-cell} ipython3\n", t.index("\n## ")); j = t.index("\n", i)
 p.write_text(t[:j] + "# an edit to this chapter's code\n" + t[j:])
 PY
 step book-after-one-chapter-edit make book
-executed=$(grep -c "Executing notebook" "$LOGS/book-after-one-chapter-edit.log" || true)
+# Pages executed, by book/ext/preexecute.py ("preexecute: PAGE N s") or by the build itself ("Executing notebook").
+executed=$(grep -cE "Executing notebook|^preexecute: [^ ]+\.md [0-9.]+ s$" "$LOGS/book-after-one-chapter-edit.log" || true)
 git checkout -q notebooks/02_self_attention.md
 step make-test make test
 stages=$(grep '^== stage' "$LOGS/make-test.log" | sed 's/^== stage //' | tr '\n' ';' || true)

@@ -57,12 +57,21 @@ Under PyTorch's tools
     checks deferred, the output holds NaN.
 """
 
-from .attention import MultiHeadSelfAttention
-from .composite import CompositeAttention
-from .conv import conv1d_as_shifts, conv2d_as_shifts, conv_as_shifts, kernel_shifts, shift
-from .gpsa import GatedPositionalSelfAttention
-from .lightconv import DepthwiseSeparableConv1d, DynamicConv1d, LightweightConv1d
-from .tokens import space_to_depth
+import importlib
+
+# Where each name of the package's root lives. They are imported on first use (PEP 562), so that ``import attnconv``
+# costs no PyTorch: the course's grader starts several processes that import the package, and a chapter whose
+# exercises need no tensor (or the grader's own check that a sandboxed kernel starts) then starts in a fraction
+# of the time. ``from attnconv import MultiHeadSelfAttention`` and ``attnconv.conv`` work as before.
+_HOME = {
+    "MultiHeadSelfAttention": "attention",
+    "CompositeAttention": "composite",
+    "conv1d_as_shifts": "conv", "conv2d_as_shifts": "conv", "conv_as_shifts": "conv", "kernel_shifts": "conv",
+    "shift": "conv",
+    "GatedPositionalSelfAttention": "gpsa",
+    "DepthwiseSeparableConv1d": "lightconv", "DynamicConv1d": "lightconv", "LightweightConv1d": "lightconv",
+    "space_to_depth": "tokens",
+}
 
 __version__ = "0.1.0"
 
@@ -80,3 +89,22 @@ __all__ = [
     "shift",
     "space_to_depth",
 ]
+
+
+def __getattr__(name: str):
+    """A root name (imported from its module on first use), or a submodule not imported yet (``attnconv.conv``)."""
+    if name in _HOME:
+        value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("_"):
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as err:
+            if err.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

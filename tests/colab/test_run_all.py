@@ -8,6 +8,11 @@
   in the official format and sample NLTK zips), so that every chapter takes its Colab branches at small sizes.
 - A chapter must finish with no error. A student edition must stop at its first stub with the stub's
   ``NotImplementedError``, and nowhere before it; like Colab's "Run all", the run stops there.
+- A student edition's code up to its first stub is the chapter's own, cell for cell (the student edition only
+  empties answers). Where it is, its "Run all" is the chapter's run up to that cell, so the chapter's run makes both:
+  the student's stub runs in the chapter's kernel just before the chapter's own version of that cell, and must raise
+  ``NotImplementedError`` there. A student edition whose code before the stub differs from the chapter's runs on its
+  own, top to bottom, in a kernel of its own.
 - Each notebook has a download cache of its own, as a fresh Colab runtime has. Chapters 01 and 02 show the
   photograph matplotlib ships and ask the mirror for no CIFAR-10 archive.
 """
@@ -32,8 +37,32 @@ from .test_colab import _COLAB  # the stand-in google.colab and the reader's env
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))  # chapters and appendices
-NOTEBOOKS = [("notebooks", c) for c in CHAPTERS] + [("student", c) for c in CHAPTERS
-                                                     if (ROOT / "student" / f"{c}.ipynb").exists()]
+STUDENT = [c for c in CHAPTERS if (ROOT / "student" / f"{c}.ipynb").exists()]
+STUB = "raise NotImplementedError()"
+
+
+def _code(nb) -> list:
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def first_stub(chapter: str) -> tuple[int, nbformat.NotebookNode] | None:
+    """The student edition's first stub (its index among the code cells, the cell) when every code cell before it
+    is the chapter's own, else ``None``: then the student edition needs a run of its own."""
+    if chapter not in STUDENT:
+        return None
+    return _shared_prefix(nbformat.read(ROOT / "student" / f"{chapter}.ipynb", as_version=4),
+                          nbformat.read(ROOT / "notebooks" / f"{chapter}.ipynb", as_version=4))
+
+
+def _shared_prefix(student, worked) -> tuple[int, nbformat.NotebookNode] | None:
+    student, worked = _code(student), _code(worked)
+    index = next(i for i, c in enumerate(student) if STUB in c.source)
+    if [c.source for c in student[:index]] != [c.source for c in worked[:index]]:
+        return None
+    return index, student[index]
+
+
+NOTEBOOKS = [("notebooks", c) for c in CHAPTERS] + [("student", c) for c in STUDENT if first_stub(c) is None]
 INSTALL = '%pip install -q "attnconv @ git+https://github.com/attnconv/attnconv"'
 # Chapters that read only committed records, no data set: their run here, with no $ATTNCONV_DATA and an empty cache,
 # is their run without data (the book build is their run with it), so `make test` runs them nowhere else.
@@ -77,6 +106,19 @@ def _as_in_colab(nb, site: Path, env: dict) -> nbformat.NotebookNode:
     return nb
 
 
+def _seconds(cell) -> float:
+    """How long a cell ran, from the times nbclient records in its metadata (0 where it did not run)."""
+    from datetime import datetime
+
+    times = cell.metadata.get("execution", {})
+    try:
+        start, end = (datetime.fromisoformat(times[k].replace("Z", "+00:00"))
+                      for k in ("iopub.execute_input", "shell.execute_reply"))
+    except KeyError:
+        return 0.0
+    return round((end - start).total_seconds(), 2)
+
+
 def _errors(nb) -> list[tuple[int, dict]]:
     return [(i, o) for i, c in enumerate(nb.cells) for o in c.get("outputs", []) if o.get("output_type") == "error"]
 
@@ -92,6 +134,11 @@ def test_run_all_in_colab(reader, edition, chapter):
     cwd.mkdir()
     env = {**env, "ATTNCONV_CACHE": str(cwd / "cache")}  # a fresh runtime: nothing downloaded yet
     nb = _as_in_colab(nbformat.read(ROOT / edition / f"{chapter}.ipynb", as_version=4), site, env)
+    stub = first_stub(chapter) if edition == "notebooks" else None
+    if stub is not None:  # the student's "Run all" up to its first stub is this run: its stub runs here
+        index, cell = stub
+        cell = nbformat.v4.new_code_cell(cell.source, metadata={"tags": ["raises-exception"]})
+        nb.cells.insert(nb.cells.index(_code(nb)[index + 1]), cell)  # _code(nb)[0] is the stand-in google.colab
     asked = len(requests)
     start = time.monotonic()
     try:  # Colab's "Run all" stops at the first cell that raises, and so does this run
@@ -100,8 +147,13 @@ def test_run_all_in_colab(reader, edition, chapter):
         if edition != "student":
             raise
     seconds = time.monotonic() - start
-    (tmp / "times.jsonl").open("a").write(json.dumps({"notebook": f"{edition}/{chapter}", "seconds": seconds}) + "\n")
+    slowest = sorted(((_seconds(c), i) for i, c in enumerate(nb.cells) if c.cell_type == "code"), reverse=True)[:3]
+    (tmp / "times.jsonl").open("a").write(json.dumps({"notebook": f"{edition}/{chapter}", "seconds": seconds,
+                                                      "slowest cells": slowest}) + "\n")
     errors = _errors(nb)
+    if stub is not None:
+        _stub_stopped_there(nb, cell, errors)
+        errors = [(i, o) for i, o in errors if nb.cells[i] is not cell]
     if edition == "notebooks":
         assert not errors, errors[:1]
         assert f"@@attnconv {site}" in _text(nb), "the chapter must import the installed package"
@@ -120,3 +172,38 @@ def test_run_all_in_colab(reader, edition, chapter):
         assert first["ename"] == "NotImplementedError", (index, first["ename"], first["evalue"][:300])
         assert "NotImplementedError" in nb.cells[index].source, "the first error must come from a stub cell"
         assert not any(c.get("outputs") for c in nb.cells[index + 1:] if c.cell_type == "code"), "the run stops there"
+
+
+def _stub_stopped_there(nb, stub, errors) -> None:
+    """The student's first stub, run in the chapter's kernel after the chapter's cells before it, raised
+    ``NotImplementedError`` itself; and no cell before it raised, so the student's "Run all" stops at the stub."""
+    at = next(i for i, c in enumerate(nb.cells) if c is stub)
+    raised = [o for i, o in errors if i == at]
+    assert raised, "the student edition's first stub must raise NotImplementedError, and it ran through"
+    assert raised[0]["ename"] == "NotImplementedError", (raised[0]["ename"], raised[0]["evalue"][:300])
+    before = [(i, o["ename"]) for i, o in errors if i < at]
+    assert not before, f"a cell before the student edition's first stub raised: {before[:1]}"
+
+
+def _nb(*sources):
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(x) for x in sources])
+
+
+def test_a_student_edition_shares_the_chapters_run_only_when_its_code_before_the_stub_is_the_chapters():
+    worked = _nb("import attnconv", "x = 1", "y = x + 1")
+    assert _shared_prefix(_nb("import attnconv", "x = 1", STUB), worked)[0] == 2
+    assert _shared_prefix(_nb("import attnconv", "x = 2", STUB), worked) is None, "a changed cell needs its own run"
+    assert _shared_prefix(_nb("import attnconv", STUB, "y = 2"), worked)[0] == 1
+
+
+def test_the_merged_run_fails_when_the_stub_runs_through_raises_otherwise_or_a_cell_before_it_raises():
+    nb = _nb("a = 1", "stub", "a = 2")
+    stub = nb.cells[1]
+    error = {"output_type": "error", "ename": "NotImplementedError", "evalue": ""}
+    _stub_stopped_there(nb, stub, [(1, error)])
+    with pytest.raises(AssertionError, match="ran through"):
+        _stub_stopped_there(nb, stub, [])
+    with pytest.raises(AssertionError, match="NameError"):
+        _stub_stopped_there(nb, stub, [(1, {**error, "ename": "NameError"})])
+    with pytest.raises(AssertionError, match="before the student edition's first stub"):
+        _stub_stopped_there(nb, stub, [(0, {**error, "ename": "KeyError"}), (1, error)])

@@ -110,13 +110,15 @@ class GradeReport:
 
 def resolve_chapter(chapter: str) -> str:
     """``"01"`` or ``"01_convolution_as_shifts"`` → the chapter's full name; ValueError when no chapter matches."""
-    chapters = sorted({e.chapter for e in EXERCISES.values()})
-    if chapter in chapters:
-        return chapter
-    matches = [c for c in chapters if c.split("_")[0] == chapter or c.startswith(chapter + "_")]
-    if len(matches) != 1:
-        raise ValueError(f"chapter {chapter!r} has no graded exercises; expected one of {', '.join(chapters)}")
-    return matches[0]
+    EXERCISES.load_chapter(chapter)  # the book's chapter of that number, if it is one (its checks only)
+    for everything in (False, True):  # what is registered (no other import), then every chapter
+        chapters = sorted({e.chapter for e in (EXERCISES.values() if everything else dict.values(EXERCISES))})
+        if chapter in chapters:
+            return chapter
+        matches = [c for c in chapters if c.split("_")[0] == chapter or c.startswith(chapter + "_")]
+        if len(matches) == 1:
+            return matches[0]
+    raise ValueError(f"chapter {chapter!r} has no graded exercises; expected one of {', '.join(chapters)}")
 
 
 def submission_limit() -> int:
@@ -232,7 +234,6 @@ def answer_cells(nb: nbformat.NotebookNode, exercises: list[Exercise]) -> tuple[
     the first that calls ``verify``) and reported; so is a cell whose ``grade_id`` names no exercise of the
     chapter, or another exercise than the one it verifies (a renamed cell)."""
     labels = {e.label for e in exercises}
-    known = {e.label for e in EXERCISES.values()}
     by_id: dict[str, list[int]] = {}
     by_call: dict[str, list[int]] = {}
     problems = []
@@ -243,7 +244,7 @@ def answer_cells(nb: nbformat.NotebookNode, exercises: list[Exercise]) -> tuple[
         calls = _calls(cell.source) & labels
         if grade_id in labels:
             by_id.setdefault(grade_id, []).append(index)
-        elif grade_id is not None and grade_id.removesuffix(WRITTEN_SUFFIX) not in known:
+        elif grade_id is not None and grade_id.removesuffix(WRITTEN_SUFFIX) not in EXERCISES:
             problems.append(f"cell {index} has the grade_id {escape.quote(grade_id, 60)}, which names no exercise "
                             "(renamed?)")
         for label in calls:

@@ -1,7 +1,7 @@
 """Exercises of the book: the registry and the checks behind :func:`~attnconv.course.exercises.core.verify` and
-the grader. ``part1`` to ``part6`` register the checks of the chapters' exercises when imported."""
+the grader. ``part1`` to ``part6`` register the checks of the chapters' exercises when imported, which the
+registry does the first time one of their exercises is asked for (``core.PARTS``)."""
 
-from . import part1, part2, part3, part4, part5, part6  # noqa: F401  (registers the checks)
 from .core import (
     EXERCISES,
     CheckResult,

@@ -31,7 +31,7 @@ import numpy as np
 from .. import wire
 
 __all__ = [
-    "CheckResult", "Exercise", "EXERCISES", "as_array", "as_whole_number", "close", "describe", "exercise_table",
+    "CheckResult", "Exercise", "EXERCISES", "PARTS", "Registry", "as_array", "as_whole_number", "close", "describe", "exercise_table",
     "exercises_for", "load_state", "register", "run_check", "score_results", "state_of", "verify",
 ]
 
@@ -92,7 +92,89 @@ class Exercise:
         return sum(p for _, p in self.parts) if self.graded else 0
 
 
-EXERCISES: dict[str, Exercise] = {}
+# The module that registers each chapter's exercises (its label "ex-NN-..." and its chapter "NN_name" start with the
+# same NN). A module is imported the first time one of its exercises is asked for, so that a process that grades
+# one chapter (or the grader's own start-up check) imports only that chapter's checks and what they need: the
+# chapters' checks need PyTorch and SymPy, a course's own chapter may need neither.
+PARTS = {"01": "part1", "02": "part1", "03": "part2", "04": "part2", "05": "part3", "06": "part4", "07": "part5",
+         "08": "part6"}
+
+
+class Registry(dict):
+    """Label → :class:`Exercise`, which imports the book's exercise modules (:data:`PARTS`) as they are needed.
+
+    Asking for one label (``[]``, ``in``, ``get``) imports the module of that label's chapter; going over the whole
+    registry (``values()``, ``items()``, iteration, ``len``) imports them all first. The book's exercises then come
+    in the chapters' order, whichever module was imported first, and a course's own exercises after them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._loaded: dict[str, list[str]] = {}  # module → the labels it registered, in order
+
+    def _load(self, module: str) -> None:
+        if module in self._loaded:
+            return
+        import importlib
+
+        self._loaded[module] = []  # before the import: its register() calls land here, not in a second load
+        before = set(dict.keys(self))
+        importlib.import_module(f"{__package__}.{module}")
+        self._loaded[module] = [k for k in dict.keys(self) if k not in before]
+
+    def load_chapter(self, key: str) -> None:
+        """Import the module that registers the exercises of a chapter ``NN_name`` or a label ``ex-NN-...``."""
+        number = key[3:5] if key.startswith("ex-") else key[:2]
+        if number in PARTS:
+            self._load(PARTS[number])
+
+    def load_all(self) -> None:
+        if all(m in self._loaded for m in PARTS.values()):
+            return
+        for module in dict.fromkeys(PARTS.values()):
+            self._load(module)
+        book = [k for m in dict.fromkeys(PARTS.values()) for k in self._loaded[m]]
+        entries = dict(dict.items(self))
+        dict.clear(self)  # the chapters' order first, then the rest in the order they came
+        dict.update(self, {k: entries[k] for k in book if k in entries})
+        dict.update(self, {k: v for k, v in entries.items() if k not in self})
+
+    def __missing__(self, label: str) -> Exercise:
+        if not dict.__contains__(self, label):
+            self.load_chapter(label)
+        if dict.__contains__(self, label):
+            return dict.__getitem__(self, label)
+        raise KeyError(label)
+
+    def __contains__(self, label: object) -> bool:
+        if not dict.__contains__(self, label) and isinstance(label, str):
+            self.load_chapter(label)
+        return dict.__contains__(self, label)
+
+    def get(self, label, default=None):
+        return self[label] if label in self else default
+
+    def __iter__(self):
+        self.load_all()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        self.load_all()
+        return dict.__len__(self)
+
+    def keys(self):
+        self.load_all()
+        return dict.keys(self)
+
+    def values(self):
+        self.load_all()
+        return dict.values(self)
+
+    def items(self):
+        self.load_all()
+        return dict.items(self)
+
+
+EXERCISES: Registry = Registry()
 
 
 def register(label: str, chapter: str, kind: str, minutes: int, names: tuple[str, ...] = (), *,
@@ -108,7 +190,7 @@ def register(label: str, chapter: str, kind: str, minutes: int, names: tuple[str
         written = 2
 
     def wrap(check):
-        if label in EXERCISES:
+        if dict.__contains__(EXERCISES, label):
             raise ValueError(f"exercise {label!r} is registered twice")
         EXERCISES[label] = Exercise(label, chapter, kind, minutes, tuple(names), check, tuple(parts or (("", 1),)),
                                     tuple(given), context, probe, tuple(needs), written)
@@ -119,7 +201,8 @@ def register(label: str, chapter: str, kind: str, minutes: int, names: tuple[str
 
 def exercises_for(chapter: str) -> list[Exercise]:
     """The exercises of one chapter, in registration order (the chapter's order)."""
-    return [e for e in EXERCISES.values() if e.chapter == chapter]
+    EXERCISES.load_chapter(chapter)
+    return [e for e in dict.values(EXERCISES) if e.chapter == chapter]
 
 
 def exercise_table(chapters: list[str] | None = None):
@@ -218,9 +301,7 @@ def run_check(exercise: Exercise, answers: Mapping[str, Any], given: Mapping[str
                                    "define it")]
     given = given or {}
     try:
-        import torch
-
-        with torch.no_grad():
+        with no_grad():
             out = exercise.check(**{n: answers[n] for n in exercise.names}, **{g: given[g] for g in exercise.given})
     except Exception as err:  # noqa: BLE001  (a student's value may break the check in any way)
         return [CheckResult(False, f"your answer could not be checked ({type(err).__name__}: {err}); "
@@ -242,6 +323,16 @@ def score_results(exercise: Exercise, results: list[CheckResult]) -> tuple[int, 
     return points, passed, message
 
 
+def no_grad():
+    """``torch.no_grad()`` where PyTorch is imported (checks and answers made of tensors have imported it), else a
+    context that does nothing: a check of plain numbers or SymPy never imports PyTorch for it."""
+    import contextlib
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch.no_grad() if torch is not None else contextlib.nullcontext()
+
+
 def _local(label: str, values: Mapping[str, Any]) -> list[CheckResult]:
     exercise = EXERCISES.get(label)
     if exercise is None:
@@ -254,9 +345,7 @@ def _local(label: str, values: Mapping[str, Any]) -> list[CheckResult]:
         return [CheckResult(False, f"`{'`, `'.join(missing)}` not defined: did the exercise's cell run to the end?")]
     if exercise.sandboxed:
         try:
-            import torch
-
-            with torch.no_grad():
+            with no_grad():
                 raw = exercise.probe(values)
         except Exception as err:  # noqa: BLE001
             return [CheckResult(False, f"calling your answer raised {type(err).__name__}: {err}")]
