@@ -51,7 +51,8 @@ def pages(root: Path = ROOT) -> list[Path]:
 
 def read(path: Path, root: Path = ROOT):
     """The page as the notebook MyST-NB makes of it (same reader, same Markdown extensions), so that its cache key
-    is the one the build looks up."""
+    is the one the build looks up; the execution timeout of ``_config.yml``; and the reader's description, which the
+    cache records."""
     from myst_nb.core.config import NbParserConfig
     from myst_nb.core.read import create_nb_reader
     from myst_parser.config.main import MdParserConfig
@@ -60,21 +61,42 @@ def read(path: Path, root: Path = ROOT):
     extensions = config.get("parse", {}).get("myst_enable_extensions", [])
     reader = create_nb_reader(str(path), MdParserConfig(enable_extensions=set(extensions)), NbParserConfig(),
                               path.read_text())
-    return reader.read(path.read_text()), config.get("execute", {}).get("timeout", 30)
+    return reader.read(path.read_text()), config.get("execute", {}).get("timeout", 30), reader.read_fmt
+
+
+def _start_worker(threads: int) -> None:
+    """In each worker: kernels with ``threads`` PyTorch threads (the cores shared among the pages running at once,
+    unless ``OMP_NUM_THREADS`` is set), talking over encrypted sockets as the build's kernels do (``quiet_build``)."""
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    sys.path.insert(0, str(Path(__file__).parent))
+    from quiet_build import encrypt_kernels
+
+    encrypt_kernels()
 
 
 def _execute(path: str, timeout: int) -> tuple[str, dict | None, float, str]:
-    """Run one page in a fresh kernel in its own folder; (path, executed notebook or None, seconds, error)."""
-    from nbclient import NotebookClient
+    """Run one page in a fresh kernel in its own folder, as MyST-NB's cache mode does (jupyter-cache's executor,
+    without per-cell timing, which would change the cache key); (path, executed notebook or None, seconds, error)."""
+    from jupyter_cache.executors.utils import single_nb_execution
 
-    nb, _ = read(Path(path))
-    start = time.monotonic()
+    nb = read(Path(path))[0]
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name=nb.metadata.get("kernelspec", {}).get("name", "python3"),
-                       resources={"metadata": {"path": str(Path(path).parent)}}).execute()
-    except Exception as err:  # noqa: BLE001  (the build runs it again and reports it)
-        return path, None, time.monotonic() - start, f"{type(err).__name__}: {str(err)[-600:]}"
-    return path, nb, time.monotonic() - start, ""
+        result = single_nb_execution(nb, cwd=str(Path(path).parent), timeout=timeout, allow_errors=False,
+                                     meta_override=True)
+    except Exception as err:  # noqa: BLE001  (a kernel that died: the build runs the page again and reports it)
+        return path, None, 0.0, f"{type(err).__name__}: {str(err)[-600:]}"
+    if result.err is not None:
+        return path, None, result.time, f"{type(result.err).__name__}: {str(result.err)[-600:]}"
+    return path, nb, result.time, ""
+
+
+def store(cache, path: str, nb, seconds: float, read_fmt: dict | None) -> None:
+    """Put an executed page into the cache as MyST-NB does (``NotebookClientCache``), where the build finds it."""
+    from jupyter_cache.base import CacheBundleIn
+
+    record = cache.add_nb_to_project(path, **({"read_data": read_fmt} if read_fmt else {}))
+    cache.cache_notebook_bundle(CacheBundleIn(nb, record.uri, data={"execution_seconds": seconds}),
+                                check_validity=False, overwrite=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,7 +109,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
     from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
 
     cache = get_cache(str(args.cache))
     times_file = args.cache.parent / TIMES
@@ -96,8 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError):
         times = {}
     todo = []
+    formats = {}
     for path in pages():
-        nb, timeout = read(path)
+        nb, timeout, formats[str(path)] = read(path)
         try:
             cache.match_cache_notebook(nb)
         except KeyError:
@@ -109,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"preexecute: {len(todo)} pages, {args.jobs} at a time", flush=True)
     start = time.monotonic()
     failed = []
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+    threads = max(1, (os.cpu_count() or 1) // min(args.jobs, len(todo)))
+    with ProcessPoolExecutor(max_workers=args.jobs, initializer=_start_worker, initargs=(threads,)) as pool:
         for future in as_completed([pool.submit(_execute, str(p), t) for p, t in todo]):
             path, nb, seconds, error = future.result()
             name = str(Path(path).relative_to(ROOT))
@@ -119,10 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"preexecute: {name} failed after {seconds:.0f} s (the build runs it again and reports it): "
                       f"{error}", flush=True)
                 continue
-            record = cache.add_nb_to_project(path, read_data={"name": "myst_nb.core.read:read_myst_markdown_notebook",
-                                                              "type": "plugin"})
-            cache.cache_notebook_bundle(CacheBundleIn(nb, record.uri, data={"execution_seconds": seconds}),
-                                        check_validity=False, overwrite=True)
+            store(cache, path, nb, seconds, formats[path])
             print(f"preexecute: {name} {seconds:.1f} s", flush=True)
     times_file.parent.mkdir(parents=True, exist_ok=True)
     times_file.write_text(json.dumps(times, indent=1, sort_keys=True) + "\n")

@@ -101,7 +101,7 @@ PARTS = {"01": "part1", "02": "part1", "03": "part2", "04": "part2", "05": "part
 
 
 class Registry(dict):
-    """Label → :class:`Exercise`, which imports the book's exercise modules (:data:`PARTS`) as they are needed.
+    """Label → :class:`Exercise`, which imports the book's exercise modules (``PARTS``) as they are needed.
 
     Asking for one label (``[]``, ``in``, ``get``) imports the module of that label's chapter; going over the whole
     registry (``values()``, ``items()``, iteration, ``len``) imports them all first. The book's exercises then come
@@ -162,14 +162,17 @@ class Registry(dict):
         return dict.__len__(self)
 
     def keys(self):
+        """The labels of every chapter's exercises, each exercise module imported first."""
         self.load_all()
         return dict.keys(self)
 
     def values(self):
+        """Every chapter's exercises, each exercise module imported first."""
         self.load_all()
         return dict.values(self)
 
     def items(self):
+        """(label, exercise) pairs of every chapter's exercises, each exercise module imported first."""
         self.load_all()
         return dict.items(self)
 
