@@ -31,7 +31,8 @@ import numpy as np
 from .. import wire
 
 __all__ = [
-    "CheckResult", "Exercise", "EXERCISES", "PARTS", "Registry", "as_array", "as_whole_number", "close", "describe", "exercise_table",
+    "CheckResult", "Exercise", "EXERCISES", "PARTS", "Registry", "as_array", "as_whole_number", "close", "describe",
+    "exercise_table",
     "exercises_for", "load_state", "register", "run_check", "score_results", "state_of", "verify",
 ]
 
