@@ -81,7 +81,7 @@ book: $(STAMP) $(VENDOR)/.complete
 
 # The four stages, two at a time (TEST_JOBS=1: one after another), each one's output printed whole when it ends.
 # The course's tests and nbval start first: the grader's tests spend much of their time waiting on kernels and time
-# limits, which nbval's two workers fill. The book build, which executes one chapter at a time, follows when the
+# limits, which nbval's two workers fill. The book build (its pages executed two at a time) follows when the
 # first of them ends, and the library tests, which keep two workers busy to the end, when the second does. MathJax
 # and the browser are made ready before, so that make starts the stages in this order whatever is already built.
 # The sub-make takes the environment as it is (-o $(STAMP)): this make has just brought it up to date.

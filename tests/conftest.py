@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,11 +29,15 @@ def float64_default():
 def _process_wide_torch_state():
     """Each test starts from torch's defaults, whatever the one before it changed: the command line's ``main``
     flushes subnormal floats to zero for the rest of the process, which would change every later test that
-    computes a tiny probability (the tests run in any order, pytest-randomly included)."""
+    computes a tiny probability (the tests run in any order, pytest-randomly included). Figures left open are
+    closed."""
     yield
     torch.set_flush_denormal(False)
     if torch.get_default_dtype() != torch.float32:
         torch.set_default_dtype(torch.float32)
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:  # figures a test drew and kept open would pile up in its worker for the later tests
+        pyplot.close("all")
 
 
 # Under pytest-xdist the order in which tests are handed to the workers sets a stage's time when a few tests are
