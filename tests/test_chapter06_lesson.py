@@ -372,8 +372,8 @@ def test_label_smoothing_over_22_epochs_differs_by_under_half_a_point():
 
 
 def test_a_second_seed_of_the_cpu_30min_recipe_stays_under_80_percent():
-    """The twin of the appendix's seed sentence: seed 1 of the cpu-30min recipe differs from the record in its seed
-    only, finished within 30 minutes, and stayed under 80% where seed 0 passed it."""
+    """The twin of the seed sentences of chapter 06 and its appendix: seed 1 of the cpu-30min recipe differs from the
+    record in its seed only, finished within 30 minutes, and stayed under 80% where seed 0 passed it."""
     runs = [RESULTS / f"cpu-30min-sa-quadratic{s}" for s in ("", "-s1")]
     configs = [json.loads((r / "provenance.json").read_text())["config"] for r in runs]
     assert [c["seed"] for c in configs] == [0, 1]
