@@ -7,30 +7,16 @@ from pathlib import Path
 
 import yaml
 
+from tests.test_quiet_build import PAGE as QUIET_PAGE
+
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("preexecute", ROOT / "book" / "ext" / "preexecute.py")
 preexecute = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(preexecute)
 
-PAGE = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-
-# A page
-
-```{code-cell} ipython3
-:tags: [remove-input]
-
-print(6 * 7)
-```
-"""
+# A one-page chapter whose cell has a tag: its cell metadata is part of the cache key too
+PAGE = QUIET_PAGE.replace("```{code-cell} ipython3\n", "```{code-cell} ipython3\n:tags: [remove-input]\n\n")
+assert ":tags:" in PAGE
 
 
 def test_it_executes_every_page_of_the_contents_that_runs_code():
