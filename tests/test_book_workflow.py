@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -35,3 +37,25 @@ def test_make_book_drops_the_execution_cache_when_the_data_changes():
     dropped = next(i for i, line in enumerate(lines) if "rm -rf _build/.jupyter_cache" in line)
     build = next(i for i, line in enumerate(lines) if "jupyter-book build" in line)
     assert fingerprint < dropped < build
+
+
+def test_make_test_runs_one_thread_per_process_and_still_counts_every_core_for_the_book(tmp_path):
+    """`make test` exports OMP_NUM_THREADS=1 to everything it starts, and the book's pre-execution still runs a page
+    per core: GNU nproc answers OMP_NUM_THREADS when it is set, so BOOK_JOBS must count the cores without it."""
+    import os
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None or shutil.which("nproc") is None:
+        pytest.skip("needs GNU make and nproc")
+    # a prerequisite of the book stage, which `make test` runs in a make of its own (MAKEFILES: every make reads
+    # it); `+` runs its line under make -n, which runs nothing else
+    probe = tmp_path / "probe.mk"
+    probe.write_text('book: omp-probe\nomp-probe:\n\t+@echo "probe $$OMP_NUM_THREADS $$MKL_NUM_THREADS $(BOOK_JOBS)"\n')
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "BOOK_JOBS",
+                                                            "MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    done = subprocess.run(["make", "-n", "-o", ".venv/.installed", "test"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={**env, "MAKEFILES": str(probe)})  # every make reads it
+    seen = [line.split() for line in done.stdout.splitlines() if line.startswith("probe ")]
+    cores = subprocess.run(["nproc"], env=env, capture_output=True, text=True).stdout.strip()
+    assert seen == [["probe", "1", "1", cores]], (done.stdout[-2000:], done.stderr[-2000:])

@@ -175,9 +175,14 @@ def test_layer_checks_can_be_deferred_to_the_loss():
     assert finite_checks_on()  # restored after an exception
 
 
-def test_threads_resolve_and_are_set():
+def test_threads_resolve_and_are_set(monkeypatch):
     cores = available_cores()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert cores >= 1 and resolve_threads(None) == cores and resolve_threads(3) == 3
+    for limit, expected in (("1", 1), (str(cores + 5), cores), ("0", cores), ("", cores), ("two", cores)):
+        monkeypatch.setenv("OMP_NUM_THREADS", limit)  # the environment's limit, where it is a positive number
+        assert resolve_threads(None) == expected and resolve_threads(3) == 3, limit
+    monkeypatch.delenv("OMP_NUM_THREADS")
     assert resolve_threads(None, processes_per_machine=cores * 4) == 1
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(ValueError, match="threads must be a positive int or None"):

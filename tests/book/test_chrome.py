@@ -2,8 +2,9 @@
 
 Each chapter is opened once per width, offline (the session's shared visit, ``visit.py``), and read: numbering, headings against the boxes under them,
 cross-reference text, the sidebar and contents toggles (clicked), folded solution code (clicked), long display
-equations, learning goals and takeaways. A full-page screenshot of each chapter at each width is saved under
-``_build/screens/`` (JPEG) for a person to look at (not committed).
+equations, learning goals and takeaways. A screenshot of each chapter at each width is saved under
+``_build/screens/`` (JPEG) for a person to look at (not committed): its first screen, or the whole page with
+``BOOK_SCREENS=full``.
 """
 
 from __future__ import annotations

@@ -24,12 +24,16 @@ def available_cores() -> int:
 
 def resolve_threads(requested: int | None, processes_per_machine: int = 1) -> int:
     """``requested`` itself, or for ``None`` the available cores shared evenly by the processes on this machine
-    (at least one each)."""
+    (at least one each). Where the environment sets ``OMP_NUM_THREADS`` to a positive number (PyTorch's own
+    default follows it too), ``None`` is at most that: ``make test`` sets it to 1, as its processes already fill
+    the cores."""
     if requested is not None:
         if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
             raise ValueError(f"threads must be a positive int or None (all available cores), got {requested!r}")
         return requested
-    return max(1, available_cores() // max(1, processes_per_machine))
+    shared = max(1, available_cores() // max(1, processes_per_machine))
+    limit = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return min(shared, int(limit)) if limit.isdigit() and int(limit) > 0 else shared
 
 
 def set_threads(requested: int | None, processes_per_machine: int = 1) -> dict[str, Any]:

@@ -49,7 +49,8 @@ class TrainConfig:
         amp: what ``precision="auto"`` means on CUDA: bfloat16 autocast (True) or float32 (ignored elsewhere).
         compile: wrap the model in ``torch.compile``.
         threads: CPU threads of each process (``None``: the available cores, shared by the processes on the
-            machine); set when the run starts and recorded in ``provenance.json``.
+            machine, and no more than ``OMP_NUM_THREADS`` where that is set); set when the run starts and recorded
+            in ``provenance.json``.
         snapshots_per_epoch: how often the attention centres of Gaussian models are recorded.
         attention_images: test images averaged over for the final attention maps.
         time_limit: stop after the first epoch that ends past this many seconds of training (``None``: no limit).
