@@ -21,15 +21,70 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["base_namespace", "is_private", "portable_probe", "run_function_exercise"]
+__all__ = ["base_namespace", "free_names", "is_private", "portable_probe", "run_function_exercise"]
 
 MARKER = "@@ATTNCONV-SANDBOX@@"
 REPLY_CAP = 64 * 2**20  # characters of the sandbox's reply (the probe's answers as data)
 
 
-def base_namespace() -> dict:
-    """What a chapter imports and a student's answer may use: torch, NumPy, SymPy and the library's public API."""
+# What a cell that names nothing of PyTorch or the library gets (name -> module, or the one object):
+# with only these, the sandbox does not import PyTorch (about 1.2 CPU seconds of its start-up).
+_LIGHT = {"np": "numpy", "sp": "sympy", "math": "math", "replace": "dataclasses.replace"}
+# Names through which code reads its namespace as a whole: a cell that uses one gets the full namespace.
+_DYNAMIC = {"globals", "vars", "locals", "eval", "exec", "__import__", "__builtins__"}
+
+
+def free_names(code: str) -> set[str] | None:
+    """The names ``code`` reads but never binds itself (assignment, ``def``, ``class``, ``import``, an argument, a
+    loop or comprehension target, ``as``) and that are not builtins: what it needs from its namespace. ``None``
+    when that cannot be told from the source: it does not parse, or it can read its namespace as a whole (one of
+    ``globals``, ``vars``, ``locals``, ``eval``, ``exec``, ``__import__``, or an attribute such as
+    ``__globals__`` or ``f_globals``)."""
+    import ast
+    import builtins
+
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+    read, bound = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.alias):
+            bound.add(node.asname or node.name.split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+        elif isinstance(node, ast.Attribute) and ("globals" in node.attr or "frame" in node.attr):
+            return None
+    if read & _DYNAMIC:
+        return None
+    return read - bound - set(dir(builtins))
+
+
+def base_namespace(needs: set[str] | None = None) -> dict:
+    """What a chapter imports and a student's answer may use: torch, NumPy, SymPy and the library's public API.
+
+    ``needs``: the names a cell reads from its namespace (:func:`free_names`). When they are all NumPy's ``np``,
+    SymPy's ``sp``, ``math`` or ``replace``, only those are given and PyTorch is not imported; otherwise (and for
+    ``None``) everything is."""
     import importlib
+
+    if needs is not None and needs <= _LIGHT.keys():
+        light = {}
+        for name in needs:
+            module, _, attribute = _LIGHT[name].rpartition(".") if name == "replace" else (_LIGHT[name], "", "")
+            light[name] = getattr(importlib.import_module(module), attribute) if attribute else \
+                importlib.import_module(module)
+        return light
     import math
     from dataclasses import replace
 
@@ -251,27 +306,29 @@ def _main() -> int:
         os.write(real_stdout, (MARKER + json.dumps(data) + "\n").encode())
         return 0
 
+    from .exercises.core import no_grad
     from .wire import dumps, loads
 
-    namespace = base_namespace()
     if "inputs" in request:  # a private exercise: data and the probe's code, nothing of the checks
-        namespace.update(loads(request.pop("inputs")))
+        given = loads(request.pop("inputs"))
         probe = _probe_from(request.pop("probe"))
     else:
         from .exercises import EXERCISES
 
         exercise = EXERCISES[request["label"]]
-        namespace.update(exercise.context(request.pop("seed")))
+        given = exercise.context(request.pop("seed"))
         probe = exercise.probe
-    namespace.update({"verify": lambda *a, **k: None, "display": lambda *a, **k: None, "__name__": "__main__"})
+    extra = {"verify": lambda *a, **k: None, "display": lambda *a, **k: None, "__name__": "__main__"}
+    needs = free_names(request["code"])
+    namespace = base_namespace(None if needs is None else needs - given.keys() - extra.keys())
+    namespace.update(given)
+    namespace.update(extra)
     try:
         exec(compile(request["code"], "<your cell>", "exec"), namespace)  # noqa: S102  (the sandbox's one job)
     except BaseException as err:  # noqa: BLE001
         return reply({"error": f"on hidden inputs your cell raised {type(err).__name__}: {str(err)[:300]}"})
     try:
-        import torch
-
-        with torch.no_grad():
+        with no_grad():  # torch.no_grad() where the cell, its inputs or the probe imported PyTorch
             answers = dumps(probe(namespace))
     except BaseException as err:  # noqa: BLE001
         return reply({"error": f"on hidden inputs, using your answer raised {type(err).__name__}: {str(err)[:300]}"})
