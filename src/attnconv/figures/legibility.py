@@ -25,27 +25,32 @@ BOOK_COLUMN_PX = 768  # the width of the book's text column on a desktop: a wide
 PHONE_COLUMN_PX = 352  # the same on a 400 px phone, where a viewer is read in place
 
 
+def _visible_texts(fig: Figure) -> list[Text]:
+    """The figure's visible non-empty texts, in drawing order, after a draw (tick labels get their text only when
+    the figure is drawn)."""
+    fig.draw_without_rendering()
+    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip() and t.get_alpha() != 0]
+
+
+def _smallest(texts: list[Text], dpi: float) -> float | None:
+    return min(t.get_fontsize() for t in texts) * dpi / 72 if texts else None
+
+
+def _words(texts: list[Text]) -> list[str]:
+    return list(dict.fromkeys(t.get_text().strip() for t in texts))
+
+
 def smallest_text_px(fig: Figure, dpi: float | None = None) -> float | None:
     """The font size, in pixels of an image saved at ``dpi`` (default the figure's), of the figure's smallest
     visible non-empty text; ``None`` when it has none."""
-    dpi = fig.dpi if dpi is None else dpi
-    fig.draw_without_rendering()  # tick labels get their text only when the figure is drawn
-    sizes = [t.get_fontsize() for t in fig.findobj(Text)
-             if t.get_visible() and t.get_text().strip() and t.get_alpha() != 0]
-    return min(sizes) * dpi / 72 if sizes else None
+    return _smallest(_visible_texts(fig), fig.dpi if dpi is None else dpi)
 
 
 def figure_texts(fig: Figure) -> list[str]:
     """Every visible non-empty text of ``fig`` (titles, axis and tick labels, legends, annotations), in drawing
     order, each once. A PNG cannot be searched for words; these go into it beside the text size, so that a check
     can read a figure's words (a raw ``softmax_j`` where maths was meant, say)."""
-    fig.draw_without_rendering()
-    seen: dict[str, None] = {}
-    for t in fig.findobj(Text):
-        text = t.get_text().strip()
-        if text and t.get_visible() and t.get_alpha() != 0:
-            seen.setdefault(text, None)
-    return list(seen)
+    return _words(_visible_texts(fig))
 
 
 def overprinted_texts(fig: Figure, slack_px: float = 1.0) -> list[str]:
@@ -106,11 +111,12 @@ def enlarge_small_text(fig: Figure, column_px: float = BOOK_COLUMN_PX, min_px: f
 def png_bytes(fig: Figure, dpi: float | None = None, **savefig_kwargs) -> bytes:
     """``fig`` as PNG (``bbox_inches="tight"`` unless given), with its smallest text size in a ``tEXt`` entry."""
     dpi = fig.dpi if dpi is None else dpi
-    size = smallest_text_px(fig, dpi)
+    texts = _visible_texts(fig)  # one draw for both entries
+    size = _smallest(texts, dpi)
     metadata = dict(savefig_kwargs.pop("metadata", {}) or {})
     if size is not None:
         metadata[MIN_TEXT_KEY] = f"{size:.2f}"
-    metadata[TEXTS_KEY] = json.dumps(figure_texts(fig))  # ASCII (escaped), so a plain tEXt entry
+    metadata[TEXTS_KEY] = json.dumps(_words(texts))  # ASCII (escaped), so a plain tEXt entry
     savefig_kwargs.setdefault("bbox_inches", "tight")
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, metadata=metadata, **savefig_kwargs)
