@@ -19,6 +19,7 @@ commit=$(git -C "$CLONE" rev-parse --short HEAD)
 cd "$CLONE"
 
 cpu() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6}' /proc/stat; }
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)  # the 1, 5 and 15 minute load averages before the first step
 rows=()
 step() {  # name, command...: time it, with the machine's busy share over it
   local name=$1; shift
@@ -48,7 +49,7 @@ step make-test make test
 stages=$(grep '^== stage' "$LOGS/make-test.log" | sed 's/^== stage //' | tr '\n' ';' || true)
 
 cd "$HERE"
-python3 - "$commit" "$executed" "$stages" "${rows[@]}" <<'PY'
+LOAD_BEFORE="$load_before" python3 - "$commit" "$executed" "$stages" "${rows[@]}" <<'PY'
 import json, os, platform, subprocess, sys
 from pathlib import Path
 commit, executed, stages, rows = sys.argv[1], int(sys.argv[2]), sys.argv[3], [json.loads(r) for r in sys.argv[4:]]
@@ -56,7 +57,7 @@ stage_rows = [dict(zip(("stage", "seconds"), s.replace(" s", "").split(": "))) f
 meta = {"commit": commit, "cores": os.cpu_count(), "machine": platform.machine(), "python": platform.python_version(),
         "date": subprocess.run(["date", "-u", "+%Y-%m-%d %H:%M UTC"], capture_output=True, text=True).stdout.strip(),
         "data": "ATTNCONV_DATA set" if os.environ.get("ATTNCONV_DATA") else "no ATTNCONV_DATA",
-        "load_before": os.getloadavg()}
+        "load_before": [float(x) for x in os.environ["LOAD_BEFORE"].split()], "load_after": os.getloadavg()}
 out = Path("results/benchmarks/fresh_clone_times")
 out.parent.mkdir(parents=True, exist_ok=True)
 out.with_suffix(".json").write_text(json.dumps({"meta": meta, "steps": rows, "stages": stage_rows,
@@ -64,7 +65,8 @@ out.with_suffix(".json").write_text(json.dumps({"meta": meta, "steps": rows, "st
 lines = [f"# A fresh clone's waits: make book, a one-chapter rebuild, make test",
          "", f"`benchmarks/fresh_clone_times.sh` on a clone of commit {commit}, {meta['date']}, {meta['cores']} cores "
          f"({meta['machine']}), Python {meta['python']}, {meta['data']}. Busy: the machine's share of CPU time that was "
-         "not idle over the step (/proc/stat).", "",
+         "not idle over the step (/proc/stat). Load average (1, 5, 15 min) before the first step: "
+         f"{', '.join(f'{x:.2f}' for x in meta['load_before'])}.", "",
          "| step | seconds | busy (%) | exit |", "|---|---|---|---|"]
 lines += [f"| {r['step']} | {r['seconds']:.0f} | {r['busy']} | {r['exit']} |" for r in rows]
 lines += ["", f"Notebooks executed by the rebuild after the one-chapter edit: {executed}.", "",
