@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,18 @@ def worst_relative_error(got: dict, want: dict, keys, tol: float) -> float:
     return worst
 
 
+# Playwright converts what goes into and out of the page number by number: for a 32 x 32 x 3 image and the maps that
+# come back, JSON text costs a fraction of that. A typed array becomes a list, as Playwright gives it, and a number
+# that JSON has no word for (NaN, an infinity) comes back as that float.
+COMPUTE_JS = """([id, text]) => JSON.stringify(window.attnconvExplorables[id].compute(JSON.parse(text)),
+  (key, v) => ArrayBuffer.isView(v) ? Array.from(v)
+    : typeof v === 'number' && !Number.isFinite(v) ? {__non_finite__: String(v)} : v)"""
+
+
+def _non_finite(obj: dict):
+    return float(obj["__non_finite__"]) if obj.keys() == {"__non_finite__"} else obj
+
+
 class Loaded:
     """A page holding one explorable, with every request it made (the page's own file excepted)."""
 
@@ -30,7 +43,13 @@ class Loaded:
         self.context, self.page, self.requests, self.errors = context, page, requests, errors
 
     def compute(self, ident: str, inputs: dict) -> dict:
-        return self.page.evaluate("([id, x]) => window.attnconvExplorables[id].compute(x)", [ident, inputs])
+        """The page's ``compute(inputs)``, the inputs and outputs carried as JSON text (:data:`COMPUTE_JS`). Inputs
+        that JSON cannot hold (NaN, an infinity, an object of Python's) go through Playwright's own conversion."""
+        try:
+            text = json.dumps(inputs, allow_nan=False)
+        except (TypeError, ValueError):
+            return self.page.evaluate("([id, x]) => window.attnconvExplorables[id].compute(x)", [ident, inputs])
+        return json.loads(self.page.evaluate(COMPUTE_JS, [ident, text]), object_hook=_non_finite)
 
     def defaults(self, ident: str) -> dict:
         return self.page.evaluate("(id) => window.attnconvExplorables[id].defaults()", ident)
