@@ -10,7 +10,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from attnconv.figures.legibility import MIN_TEXT_KEY, install, png_bytes, smallest_text_px  # noqa: E402
+from attnconv.figures.legibility import (MIN_TEXT_KEY, TEXTS_KEY, figure_texts, install, png_bytes,  # noqa: E402
+                                        smallest_text_px)
 
 
 def test_smallest_text_is_the_smallest_visible_label_in_image_pixels():
@@ -36,6 +37,26 @@ def test_png_carries_the_size_and_figures_without_text_carry_none():
     blank = plt.figure(figsize=(1, 1))
     assert MIN_TEXT_KEY not in Image.open(io.BytesIO(png_bytes(blank))).text
     plt.close(blank)
+
+
+def test_the_entries_are_those_of_the_figure_as_drawn_with_its_tick_labels():
+    """png_bytes reads its entries during savefig's own draw. A figure never drawn before has no tick labels yet;
+    its smallest text is one of them (6 pt), and its words include them, as the figure's own draw gives them. A
+    changed figure saved again carries its new entries, not the first ones."""
+    import json
+
+    fig, ax = plt.subplots(figsize=(3, 2), dpi=100)
+    ax.plot([0, 1, 2], [3, 1, 2])
+    ax.tick_params(labelsize=6)
+    ax.set_title("curve", fontsize=14)
+    text = Image.open(io.BytesIO(png_bytes(fig, dpi=72))).text
+    assert float(text[MIN_TEXT_KEY]) == 6.0 and float(text[MIN_TEXT_KEY]) == round(smallest_text_px(fig, 72), 2)
+    assert json.loads(text[TEXTS_KEY]) == figure_texts(fig) and {"curve", "0.00", "2.00"} <= set(figure_texts(fig))
+    ax.tick_params(labelsize=12)
+    ax.set_title("")
+    again = Image.open(io.BytesIO(png_bytes(fig, dpi=72))).text
+    assert float(again[MIN_TEXT_KEY]) == 12.0 and "curve" not in json.loads(again[TEXTS_KEY])
+    plt.close(fig)
 
 
 def test_install_registers_the_png_formatter_only_in_a_shell(monkeypatch):

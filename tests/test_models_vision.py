@@ -56,16 +56,31 @@ def test_paper_sizes_and_flops():
     """Parameters and FLOPs at paper size against Cordonnier et al.'s table (12.1M, 12.3M, 29.5M; 6.2 GFLOPs)."""
     paper = {"sa-quadratic": 12.1e6, "sa-learned": 12.3e6, "sa-learned-content": 29.5e6}
     for name, params in paper.items():
-        torch.manual_seed(0)
-        model = build_model(name, VisionConfig())
+        with torch.device("meta"):
+            model = build_model(name, VisionConfig())
         assert abs(count_parameters(model) - params) / params < 0.01, (name, count_parameters(model))
-    cost = model_cost(build_model("sa-quadratic", VisionConfig()))
+    with torch.device("meta"):  # the counts of a real model (test_model_cost_on_meta_tensors_equals_...)
+        cost = model_cost(build_model("sa-quadratic", VisionConfig()))
     assert cost.params == 12_086_844
     assert abs(cost.weight_flops - 6.2e9) / 6.2e9 < 0.01  # the paper's convention: 2 x params x 256 tokens
     assert cost.flops > cost.weight_flops
-    resnet = model_cost(ResNet(ResNetConfig()))
+    with torch.device("meta"):
+        resnet = model_cost(ResNet(ResNetConfig()))
     assert resnet.params == 11_173_962 and abs(resnet.flops - 1.11e9) / 1.11e9 < 0.01
     assert resnet.attention_flops == 0
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_model_cost_on_meta_tensors_equals_the_cost_on_the_cpu(name):
+    """Chapter 06 counts the paper-size models built on the meta device (shapes only: nothing is allocated,
+    initialised or computed): every count must be the one a real model gives."""
+    config = ResNetConfig(width=8, blocks=(1, 1)) if name == "resnet18" else TINY
+    torch.manual_seed(0)
+    real = model_cost(build_model(name, config))
+    with torch.device("meta"):
+        shapes_only = build_model(name, config)
+    assert next(shapes_only.parameters()).is_meta
+    assert model_cost(shapes_only) == real and real.flops >= real.weight_flops > 0
 
 
 def test_weight_flops_are_two_per_weight_per_token():

@@ -109,17 +109,33 @@ def enlarge_small_text(fig: Figure, column_px: float = BOOK_COLUMN_PX, min_px: f
 
 
 def png_bytes(fig: Figure, dpi: float | None = None, **savefig_kwargs) -> bytes:
-    """``fig`` as PNG (``bbox_inches="tight"`` unless given), with its smallest text size in a ``tEXt`` entry."""
+    """``fig`` as PNG (``bbox_inches="tight"`` unless given), with its smallest text size and its words in
+    ``tEXt`` entries.
+
+    The entries are read from the figure as ``savefig`` draws it (its ``draw_event``), not from a draw of their own:
+    matplotlib writes the metadata only after that draw, and the draw is what creates the tick labels."""
     dpi = fig.dpi if dpi is None else dpi
-    texts = _visible_texts(fig)  # one draw for both entries
-    size = _smallest(texts, dpi)
     metadata = dict(savefig_kwargs.pop("metadata", {}) or {})
-    if size is not None:
-        metadata[MIN_TEXT_KEY] = f"{size:.2f}"
-    metadata[TEXTS_KEY] = json.dumps(_words(texts))  # ASCII (escaped), so a plain tEXt entry
+    drawn: list[list[Text]] = []
+
+    def read_entries(_event) -> None:
+        texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip() and t.get_alpha() != 0]
+        drawn.append(texts)
+        size = _smallest(texts, dpi)
+        metadata.pop(MIN_TEXT_KEY, None)
+        if size is not None:
+            metadata[MIN_TEXT_KEY] = f"{size:.2f}"
+        metadata[TEXTS_KEY] = json.dumps(_words(texts))  # ASCII (escaped), so a plain tEXt entry
+
     savefig_kwargs.setdefault("bbox_inches", "tight")
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, metadata=metadata, **savefig_kwargs)
+    listening = fig.canvas.mpl_connect("draw_event", read_entries)
+    try:
+        fig.savefig(buf, format="png", dpi=dpi, metadata=metadata, **savefig_kwargs)
+    finally:
+        fig.canvas.mpl_disconnect(listening)
+    if not drawn:
+        raise RuntimeError("savefig drew the figure without a draw_event: its text entries could not be read")
     return buf.getvalue()
 
 
