@@ -78,3 +78,25 @@ def _rank(item: pytest.Item) -> int:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_rank)
+
+
+_LEDGER = "ATTNCONV_LEDGER_CACHE"  # attnconv.claims.ledger.LEDGER_CACHE
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One run of the claims ledger for the whole test run: ``make test`` shares it with the book's ledger page
+    through this variable, and without it each xdist worker that reads the ledger ran it again (25 s each).
+    Workers inherit the variable from the process that starts them."""
+    if not os.environ.get(_LEDGER):
+        import tempfile
+
+        os.environ[_LEDGER] = config._attnconv_ledger = tempfile.mkdtemp(prefix="attnconv-ledger-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = getattr(config, "_attnconv_ledger", None)
+    if folder:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(_LEDGER, None)
