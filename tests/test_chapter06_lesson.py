@@ -371,14 +371,18 @@ def test_label_smoothing_over_22_epochs_differs_by_under_half_a_point():
     assert abs(accs[0] - accs[1]) < 0.005 and min(accs) >= 0.8
 
 
-def test_a_second_seed_of_the_cpu_30min_recipe_stays_under_80_percent():
-    """The twin of the seed sentences of chapter 06 and its appendix: seed 1 of the cpu-30min recipe differs from the
-    record in its seed only, finished within 30 minutes, and stayed under 80% where seed 0 passed it."""
-    runs = [RESULTS / f"cpu-30min-sa-quadratic{s}" for s in ("", "-s1")]
+def test_other_seeds_of_the_cpu_30min_recipe_differ_in_the_seed_only_and_not_all_pass_80_percent():
+    """The twin of the seed sentences of chapter 06 and its appendix: each cpu-30min-sa-quadratic-sN differs from the
+    record in its seed (N) only, finished within 30 minutes on the full test set, and at least one stayed under 80%
+    where seed 0 passed it."""
+    others = sorted(RESULTS.glob("cpu-30min-sa-quadratic-s[0-9]"))
+    assert [r.name for r in others][:2] == ["cpu-30min-sa-quadratic-s1", "cpu-30min-sa-quadratic-s2"]
+    runs = [RESULTS / "cpu-30min-sa-quadratic", *others]
     configs = [json.loads((r / "provenance.json").read_text())["config"] for r in runs]
-    assert [c["seed"] for c in configs] == [0, 1]
-    assert {k: v for k, v in configs[0].items() if k != "seed"} == {k: v for k, v in configs[1].items() if k != "seed"}
+    assert [c["seed"] for c in configs] == [0] + [int(r.name.rsplit("-s", 1)[1]) for r in others]
+    assert all({k: v for k, v in c.items() if k != "seed"} == {k: v for k, v in configs[0].items() if k != "seed"}
+               for c in configs)
     finals = [json.loads((r / "final.json").read_text()) for r in runs]
-    assert finals[0]["full_test_acc"] >= 0.8 > finals[1]["full_test_acc"]
+    assert finals[0]["full_test_acc"] >= 0.8 > min(f["full_test_acc"] for f in finals[1:])
     assert all(f["wall_time_s"] < 1800 and f["full_test_images"] == 10_000 for f in finals)
-    assert (runs[1] / "NOTE.md").is_file() and not (runs[1] / "checkpoint.pt").exists()
+    assert all((r / "NOTE.md").is_file() and not (r / "checkpoint.pt").exists() for r in others)
