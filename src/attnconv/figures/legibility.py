@@ -25,11 +25,15 @@ BOOK_COLUMN_PX = 768  # the width of the book's text column on a desktop: a wide
 PHONE_COLUMN_PX = 352  # the same on a 400 px phone, where a viewer is read in place
 
 
-def _visible_texts(fig: Figure) -> list[Text]:
-    """The figure's visible non-empty texts, in drawing order, after a draw (tick labels get their text only when
-    the figure is drawn)."""
-    fig.draw_without_rendering()
+def _shown_texts(fig: Figure) -> list[Text]:
+    """The figure's visible non-empty texts, in drawing order, as its last draw left them."""
     return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip() and t.get_alpha() != 0]
+
+
+def _visible_texts(fig: Figure) -> list[Text]:
+    """:func:`_shown_texts` after a draw (tick labels get their text only when the figure is drawn)."""
+    fig.draw_without_rendering()
+    return _shown_texts(fig)
 
 
 def _smallest(texts: list[Text], dpi: float) -> float | None:
@@ -61,9 +65,8 @@ def overprinted_texts(fig: Figure, slack_px: float = 1.0) -> list[str]:
     own box, or a label inside a plot's frame, is no clash. ``slack_px``: overlaps this thin are ignored."""
     from matplotlib.patches import FancyBboxPatch
 
-    fig.draw_without_rendering()
+    texts = _visible_texts(fig)
     renderer = fig.canvas.get_renderer()
-    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip() and t.get_alpha() != 0]
     boxes = [(ax, p.get_window_extent(renderer)) for ax in fig.axes if not ax.axison
              for p in ax.patches if isinstance(p, FancyBboxPatch)]
     extents = [(t, t.get_window_extent(renderer).expanded(1, 1)) for t in texts]
@@ -119,7 +122,7 @@ def png_bytes(fig: Figure, dpi: float | None = None, **savefig_kwargs) -> bytes:
     drawn: list[list[Text]] = []
 
     def read_entries(_event) -> None:
-        texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip() and t.get_alpha() != 0]
+        texts = _shown_texts(fig)
         drawn.append(texts)
         size = _smallest(texts, dpi)
         metadata.pop(MIN_TEXT_KEY, None)
