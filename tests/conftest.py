@@ -1,4 +1,5 @@
-"""Shared fixtures for the library tests."""
+"""Shared fixtures of every test folder: torch's process-wide state, and the browsers of the built-book and
+explorable checks (one of each per session)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,41 @@ def float64_default():
     torch.set_default_dtype(torch.float64)
     yield
     torch.set_default_dtype(previous)
+
+
+@pytest.fixture(scope="session")
+def playwright_session():
+    """Playwright, started once per session for both browsers (a thread holds one sync Playwright at a time)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        yield p
+
+
+@pytest.fixture(scope="session")
+def browser(playwright_session):
+    """The browser of the built-book and explorable checks: the headless shell where there is one
+    (``tests/book/browser.py``). One per session, whichever of those folders the run collects."""
+    from tests.book.conftest import CHROMIUM_FLAGS, chromium_path
+
+    b = playwright_session.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True)
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="session")
+def full_browser(playwright_session):
+    """A full Chromium, for the checks of what only a reader's whole browser does: it asks for ``/favicon.ico``."""
+    from tests.book.browser import is_headless_shell
+    from tests.book.conftest import CHROMIUM_FLAGS, chromium_path
+
+    path = chromium_path(shell=False)
+    if is_headless_shell(path):
+        pytest.fail(f"CHROMIUM={path} is a headless shell, which never asks for /favicon.ico: this check needs a "
+                    "full browser (unset CHROMIUM, or name chromium)")
+    b = playwright_session.chromium.launch(executable_path=path, args=CHROMIUM_FLAGS, headless=True)
+    yield b
+    b.close()
 
 
 @pytest.fixture(autouse=True)

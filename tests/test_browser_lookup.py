@@ -1,4 +1,5 @@
-"""The built-book check finds its browser in the documented order: $CHROMIUM, system, Playwright's own."""
+"""The built-book check finds its browser in the documented order: $CHROMIUM, the headless shell, system,
+Playwright's own; the checks that need a full browser skip the headless shell."""
 
 from __future__ import annotations
 
@@ -47,6 +48,30 @@ def test_system_browser_before_playwright(tmp_path, monkeypatch):
     assert lookup.find_browser({"PATH": str(system)}) == lookup.Browser("system", chrome)
 
 
+def test_the_headless_shell_before_a_full_chromium_and_skipped_where_a_full_one_is_needed(tmp_path, no_playwright):
+    system = tmp_path / "bin"
+    system.mkdir()
+    full = _fake(system, "chromium")
+    shell = _fake(system, "chromium-headless-shell")
+    found = lookup.find_browser({"PATH": str(system)})
+    assert found == lookup.Browser("shell", shell) and found.headless_shell
+    assert lookup.find_browser({"PATH": str(system)}, shell=False) == lookup.Browser("system", full)
+    assert not lookup.find_browser({"PATH": str(system)}, shell=False).headless_shell
+    (system / "chromium").unlink()  # a shell alone is no full browser
+    with pytest.raises(lookup.BrowserNotFound):
+        lookup.find_browser({"PATH": str(system)}, shell=False)
+
+
+def test_headless_shells_are_known_by_their_file_names():
+    for path in ("/usr/bin/chromium-headless-shell",
+                 "/root/.cache/ms-playwright/chromium_headless_shell-1200/chrome-linux/headless_shell",
+                 "/opt/chrome-headless-shell-linux64/chrome-headless-shell"):
+        assert lookup.is_headless_shell(path), path
+    for path in ("/usr/bin/chromium", "/root/.cache/ms-playwright/chromium-1200/chrome-linux64/chrome",
+                 "/usr/bin/google-chrome"):
+        assert not lookup.is_headless_shell(path), path
+
+
 def test_playwright_chromium_is_the_last_resort(tmp_path, monkeypatch):
     own = _fake(tmp_path, "chrome")
     monkeypatch.setattr(lookup, "playwright_chromium", lambda: own)
@@ -71,3 +96,7 @@ def test_install_step_fetches_only_when_nothing_else_exists(tmp_path, monkeypatc
     monkeypatch.setattr(os, "environ", {"PATH": str(system)})
     assert lookup.main(["--install"]) == 0
     assert calls == [1], "a system browser exists, so nothing may be downloaded"
+    _fake(system, "chromium-headless-shell")
+    assert lookup.main(["--install"]) == 0 and calls == [1]
+    out = capsys.readouterr().out
+    assert "browser (shell)" in out and "full browser, for the /favicon.ico checks (system)" in out

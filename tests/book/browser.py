@@ -1,11 +1,17 @@
 """Which Chromium the built-book check drives, found in a fixed order, and fetched only as a last resort.
 
 1. ``$CHROMIUM``, when set (it must then name a browser that exists);
-2. a system Chromium or Chrome on ``PATH``;
-3. Playwright's own Chromium, which ``python -m tests.book.browser --install`` downloads when neither of the
+2. Chromium's headless shell on ``PATH`` (Debian: ``apt-get install chromium-headless-shell``);
+3. a system Chromium or Chrome on ``PATH``;
+4. Playwright's own Chromium, which ``python -m tests.book.browser --install`` downloads when none of the
    others exists (``make test`` runs that step).
 
-With none of the three, the check stops with a message that says how to get one.
+With none of them, the check stops with a message that says how to get one.
+
+The headless shell is the same Blink as the full browser, without the browser's window around each page: a new
+page costs it about an eighth of the CPU (``results/benchmarks/headless_shell.md``). It never asks for
+``/favicon.ico``, as a reader's browser does, so the checks of that request take a full browser
+(``find_browser(shell=False)``: steps 1, 3 and 4).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+SHELL_NAMES = ("chromium-headless-shell", "chrome-headless-shell")
 SYSTEM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 MISSING = ("no Chromium found: install it (Debian: apt-get install chromium), set CHROMIUM=/path/to/it, "
            "or run `python -m playwright install chromium` on a machine with network access")
@@ -28,10 +35,20 @@ class BrowserNotFound(RuntimeError):
 
 @dataclass(frozen=True)
 class Browser:
-    """Where the browser came from (``"env"``, ``"system"`` or ``"playwright"``) and its executable."""
+    """Where the browser came from (``"env"``, ``"shell"``, ``"system"`` or ``"playwright"``) and its executable."""
 
     source: str
     path: str
+
+    @property
+    def headless_shell(self) -> bool:
+        """Whether this is Chromium's headless shell, which asks for no ``/favicon.ico``."""
+        return is_headless_shell(self.path)
+
+
+def is_headless_shell(path: str) -> bool:
+    """Whether ``path`` names Chromium's headless shell (Debian's, Chrome's or Playwright's), by its file name."""
+    return "headless-shell" in os.path.basename(path) or "headless_shell" in os.path.basename(path)
 
 
 def playwright_chromium() -> str | None:
@@ -48,8 +65,10 @@ def playwright_chromium() -> str | None:
     return path if path and os.path.isfile(path) and os.access(path, os.X_OK) else None
 
 
-def find_browser(environ: dict[str, str] | None = None) -> Browser:
-    """The first browser in the documented order; raises :class:`BrowserNotFound` when there is none."""
+def find_browser(environ: dict[str, str] | None = None, shell: bool = True) -> Browser:
+    """The first browser in the documented order; raises :class:`BrowserNotFound` when there is none.
+
+    ``shell=False`` skips the headless shell on ``PATH``, for the checks that need a full browser."""
     environ = os.environ if environ is None else environ
     wanted = environ.get("CHROMIUM")
     if wanted:
@@ -57,10 +76,10 @@ def find_browser(environ: dict[str, str] | None = None) -> Browser:
         if path is None:
             raise BrowserNotFound(f"CHROMIUM={wanted!r} is not an executable browser; unset it or fix the path")
         return Browser("env", path)
-    for name in SYSTEM_NAMES:
+    for name in (SHELL_NAMES if shell else ()) + SYSTEM_NAMES:
         path = shutil.which(name, path=environ.get("PATH"))
         if path:
-            return Browser("system", path)
+            return Browser("shell" if name in SHELL_NAMES else "system", path)
     path = playwright_chromium()
     if path:
         return Browser("playwright", path)
@@ -73,13 +92,19 @@ def install_playwright_chromium() -> bool:
     return done.returncode == 0
 
 
+def _both() -> tuple[Browser, Browser]:
+    """The browser of most checks, and the full one of the ``/favicon.ico`` checks (the same one where no headless
+    shell comes first)."""
+    return find_browser(), find_browser(shell=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--install", action="store_true",
                         help="download Playwright's Chromium when no other browser is found")
     args = parser.parse_args(argv)
     try:
-        found = find_browser()
+        found, full = _both()
     except BrowserNotFound as err:
         if not args.install or os.environ.get("CHROMIUM"):
             print(err, file=sys.stderr)
@@ -89,11 +114,16 @@ def main(argv: list[str] | None = None) -> int:
             print(MISSING, file=sys.stderr)
             return 1
         try:
-            found = find_browser()
+            found, full = _both()
         except BrowserNotFound as again:
             print(again, file=sys.stderr)
             return 1
     print(f"browser ({found.source}): {found.path}")
+    if full != found:
+        print(f"full browser, for the /favicon.ico checks ({full.source}): {full.path}")
+    if full.headless_shell:
+        print("the /favicon.ico checks will fail: they need a full browser, and CHROMIUM names a headless shell",
+              file=sys.stderr)
     return 0
 
 

@@ -27,10 +27,10 @@ CHROMIUM_FLAGS = [
 ]
 
 
-def chromium_path() -> str:
+def chromium_path(shell: bool = True) -> str:
     """The browser :func:`tests.book.browser.find_browser` picks, or a test failure that says how to get one."""
     try:
-        return find_browser().path
+        return find_browser(shell=shell).path
     except BrowserNotFound as err:
         pytest.fail(str(err))
 
@@ -60,16 +60,6 @@ def site() -> str:
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args) -> None:
         pass
-
-
-@pytest.fixture(scope="session")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="session")

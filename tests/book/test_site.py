@@ -102,11 +102,11 @@ def test_every_formula_is_drawn_with_its_mathml(visits, page_path, width):
 
 @pytest.mark.book
 @pytest.mark.parametrize("page_path", ["", "index.html", "book/intro.html", f"notebooks/{CHAPTERS[0]}.html"])
-def test_no_request_fails_at_the_server(browser, site, served, page_path):
+def test_no_request_fails_at_the_server(full_browser, site, served, page_path):
     """What the server answered, the browser's own request for /favicon.ico included (the page never hears of it:
     the root index.html, a redirect, links no icon)."""
     mark = served.mark()
-    context = browser.new_context()
+    context = full_browser.new_context()
     try:
         page = context.new_page()
         page.goto(f"{site}/{page_path}", wait_until="load", timeout=180_000)

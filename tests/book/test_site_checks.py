@@ -268,12 +268,12 @@ def _served_visit(browser, folder: Path, page: str = "index.html") -> list[str]:
     return log.since(0)
 
 
-def test_a_site_without_favicon_ico_answers_404_and_the_drawn_icon_fixes_it(browser, tmp_path):
+def test_a_site_without_favicon_ico_answers_404_and_the_drawn_icon_fixes_it(full_browser, tmp_path):
     (tmp_path / "index.html").write_text("<!DOCTYPE html><html><head><title>t</title></head><body>a page</body></html>")
-    assert "404 /favicon.ico" in _served_visit(browser, tmp_path)
+    assert "404 /favicon.ico" in _served_visit(full_browser, tmp_path)
     favicon = _favicon_module()
     favicon.write_ico(tmp_path / "favicon.ico")
-    assert not _served_visit(browser, tmp_path)
+    assert not _served_visit(full_browser, tmp_path)
 
 
 def test_the_drawn_icon_is_the_svg_icon(tmp_path):

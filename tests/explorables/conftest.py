@@ -8,8 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.book.conftest import browser  # noqa: F401  (the session's Chromium, shared with the book's checks)
-
 
 def worst_relative_error(got: dict, want: dict, keys, tol: float) -> float:
     """The largest |page - library| over ``keys``, relative to the larger of 1 and the library's output; each
