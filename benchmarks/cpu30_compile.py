@@ -6,9 +6,10 @@ Usage: ATTNCONV_DATA=/path/to/data python benchmarks/cpu30_compile.py [--rounds 
 Each run is ``torchrun --standalone --nproc_per_node 2 -m attnconv.train vision --config cpu-30min`` (two processes
 of one thread, bfloat16 autocast, batch 100) on a fixed subset of the training images for a few epochs, with
 ``--set compile=True`` or without; the two kinds alternate, ``--rounds`` times each. From each run's
-``metrics.jsonl``: the first epoch's wall seconds (the compiled model compiles during it) and the median training
-seconds of the later epochs (the step's own speed). The summary weighs the two over the recipe's 22 epochs of
-50,000 images. Nothing else may run meanwhile.
+``metrics.jsonl``: the first epoch's wall seconds (the compiled model compiles during it, into a compile cache
+that starts empty, as on a reader's first run) and the median training seconds of the later epochs (the step's
+own speed). The summary weighs the two over the recipe's 22 epochs of 50,000 images. Nothing else may run
+meanwhile.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import torch
 from _measure import machine, write_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,8 +37,11 @@ def one_run(compiled: bool, epochs: int, images: int, folder: Path) -> dict:
     argv = [str(BIN / "torchrun"), "--standalone", "--nproc_per_node", "2", "-m", "attnconv.train", "vision",
             "--config", "cpu-30min", "--model", "sa-quadratic", "--out", str(out), "--set", "progress=False",
             "--set", f"epochs={epochs}", "--set", f"train_images={images}", "--set", f"compile={compiled}"]
+    # An empty compile cache for each run, as a reader's first run has: a warm one would skip most of the compiling.
+    cache = folder / f"inductor-cache-{time.monotonic_ns()}"
     start = time.monotonic()
-    subprocess.run(argv, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"}, check=True,
+    subprocess.run(argv, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1", "TORCHINDUCTOR_CACHE_DIR": str(cache),
+                                        "TRITON_CACHE_DIR": str(cache / "triton")}, check=True,
                    stdout=subprocess.DEVNULL)
     wall = time.monotonic() - start
     epochs_seen = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()]
@@ -44,6 +49,40 @@ def one_run(compiled: bool, epochs: int, images: int, folder: Path) -> dict:
     return {"compiled": compiled, "first_epoch_s": epochs_seen[0]["epoch_time_s"],
             "later_train_s": statistics.median(e["train_time_s"] for e in epochs_seen[1:]),
             "process_wall_s": wall, "full_test_acc": final["full_test_acc"]}
+
+
+def report(meta: dict, runs: list[dict], out: str) -> str:
+    """Write the record (medians per path, and whether compiling pays over the recipe); return its Markdown."""
+    rows = []
+    for compiled in (False, True):
+        mine = [r for r in runs if r["compiled"] == compiled]
+        later = statistics.median(r["later_train_s"] for r in mine)
+        first = statistics.median(r["first_epoch_s"] for r in mine)
+        rows.append({"path": "compiled" if compiled else "eager", "runs": len(mine), "first_epoch_s": first,
+                     "later_train_s": later, "images_per_s": meta["images"] / later,
+                     "process_wall_s": statistics.median(r["process_wall_s"] for r in mine)})
+    eager, compiled = rows
+    step_ratio = eager["later_train_s"] / compiled["later_train_s"]
+    compiling_s = compiled["first_epoch_s"] - eager["first_epoch_s"]
+    recipe_train_s = RECIPE_EPOCHS * RECIPE_IMAGES / eager["images_per_s"]
+    won_s = recipe_train_s * (1 - 1 / step_ratio)
+    steps = (f"the compiled steps would save {won_s:.0f} s against those {compiling_s:.0f} s" if won_s > 0 else
+             f"the compiled steps would cost {-won_s:.0f} s more, on top of those {compiling_s:.0f} s")
+    summary = (f"Compiled steps ran at {step_ratio:.2f}x the eager speed and compiling added {compiling_s:.0f} s to "
+               f"the first epoch. Over the recipe's {RECIPE_EPOCHS} epochs of {RECIPE_IMAGES:,} images (about "
+               f"{recipe_train_s / 60:.0f} min of eager training here) {steps}: "
+               f"{'it pays' if won_s > compiling_s else 'it does not pay'}.")
+    return write_record(
+        out, {"meta": meta, "runs": runs, "rows": rows},
+        title="torch.compile in the cpu-30min recipe",
+        note=(f"`benchmarks/cpu30_compile.py` at commit {meta['commit'][:7]}, CPU {meta['cpu']}: the recipe's "
+              f"torchrun command on {meta['images']:,} training images for {meta['epochs']} epochs, eager and "
+              f"compiled in alternation, {meta['rounds']} runs each; medians. Load average before: "
+              f"{meta['load_average']}."),
+        columns=[("path", "{path}"), ("runs", "{runs}"), ("first epoch (s)", "{first_epoch_s:.1f}"),
+                 ("later epochs' training (s, median)", "{later_train_s:.2f}"),
+                 ("images/s", "{images_per_s:.0f}"), ("whole command (s)", "{process_wall_s:.0f}")],
+        rows=rows, summary=summary)
 
 
 def main() -> int:
@@ -57,6 +96,7 @@ def main() -> int:
         parser.error("--epochs must be at least 2: the first epoch holds the compiling")
     if not os.environ.get("ATTNCONV_DATA"):
         parser.error("ATTNCONV_DATA must name the data folder (the CIFAR-10 JPEG zips)")
+    torch.set_num_threads(1)  # the record's thread count is the runs' (OMP_NUM_THREADS=1 in each process)
     meta = {**machine(), "benchmark": "cpu30_compile", "rounds": args.rounds, "epochs": args.epochs,
             "images": args.images,
             "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
@@ -69,34 +109,7 @@ def main() -> int:
             for compiled in (False, True):
                 runs.append({"round": r + 1, **one_run(compiled, args.epochs, args.images, Path(tmp))})
                 print(runs[-1], flush=True)
-    rows = []
-    for compiled in (False, True):
-        mine = [r for r in runs if r["compiled"] == compiled]
-        later = statistics.median(r["later_train_s"] for r in mine)
-        first = statistics.median(r["first_epoch_s"] for r in mine)
-        rows.append({"path": "compiled" if compiled else "eager", "runs": len(mine), "first_epoch_s": first,
-                     "later_train_s": later, "images_per_s": args.images / later,
-                     "process_wall_s": statistics.median(r["process_wall_s"] for r in mine)})
-    eager, compiled = rows
-    step_ratio = eager["later_train_s"] / compiled["later_train_s"]
-    compiling_s = compiled["first_epoch_s"] - eager["first_epoch_s"]
-    recipe_train_s = RECIPE_EPOCHS * RECIPE_IMAGES / eager["images_per_s"]
-    won_s = recipe_train_s * (1 - 1 / step_ratio)
-    summary = (f"Compiled steps ran at {step_ratio:.2f}x the eager speed and compiling added {compiling_s:.0f} s to "
-               f"the first epoch. Over the recipe's {RECIPE_EPOCHS} epochs of {RECIPE_IMAGES:,} images (about "
-               f"{recipe_train_s / 60:.0f} min of eager training here) the steps would win {won_s:.0f} s against "
-               f"those {compiling_s:.0f} s: {'it pays' if won_s > compiling_s else 'it does not pay'}.")
-    text = write_record(
-        args.out, {"meta": meta, "runs": runs, "rows": rows},
-        title="torch.compile in the cpu-30min recipe",
-        note=(f"`benchmarks/cpu30_compile.py` at commit {meta['commit'][:7]}, CPU {meta['cpu']}: the recipe's "
-              f"torchrun command on {args.images:,} training images for {args.epochs} epochs, eager and compiled "
-              f"in alternation, {args.rounds} runs each; medians. Load average before: {meta['load_average']}."),
-        columns=[("path", "{path}"), ("runs", "{runs}"), ("first epoch (s)", "{first_epoch_s:.1f}"),
-                 ("later epochs' training (s, median)", "{later_train_s:.2f}"),
-                 ("images/s", "{images_per_s:.0f}"), ("whole command (s)", "{process_wall_s:.0f}")],
-        rows=rows, summary=summary)
-    print(text)
+    print(report(meta, runs, args.out))
     return 0
 
 

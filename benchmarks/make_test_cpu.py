@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import torch
 from _measure import machine, write_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,6 +116,7 @@ def main() -> int:
     args = parser.parse_args()
     if not os.environ.get("ATTNCONV_DATA"):
         parser.error("ATTNCONV_DATA must name the data folder: the build runs the chapters with the data")
+    torch.set_num_threads(1)  # the record's thread count is the runs' (OMP_NUM_THREADS=1, as make test sets it)
     meta = {**machine(), "benchmark": "make_test_cpu",
             "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                                      text=True).stdout.strip(),
