@@ -146,7 +146,9 @@ VISION_CONFIGS: dict[str, TrainConfig] = {
     # (torchrun --nproc_per_node 2), 22 epochs: under half an hour on two idle cores. No dropout (the narrow model
     # underfits in so few epochs, and dropout's masks made each epoch 12% longer, 75 -> 85 s), label smoothing 0.1,
     # and a mirrored second look at each test image for the final number. results/benchmarks/cpu30_recipe_steps.md
-    # gives what each change bought in 6-epoch runs back to back.
+    # gives what each change bought in 6-epoch runs back to back. Not compiled: in this recipe's two processes
+    # torch.compile made the steps 10% slower and spent 66 s compiling (results/benchmarks/cpu30_compile.md), though
+    # one process's step at batch 100 ran 6% faster (results/benchmarks/training_roofline_compiled.md).
     "cpu-30min": TrainConfig(
         name="cpu-30min", sa=replace(_QUICK_SA, dropout=0.0), resnet=ResNetConfig(width=16), epochs=22,
         batch_size=100, lr=0.1, label_smoothing=0.1, flip_test=True,
