@@ -81,6 +81,17 @@ def machine() -> dict:
     }
 
 
+def cpu_model() -> str:
+    """The CPU's model name, as /proc/cpuinfo gives it (the platform's processor string elsewhere)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 def machine_note(meta: Mapping[str, Any]) -> str:
     """One sentence on the software and machine in ``meta`` (from :func:`machine`)."""
     where = f"{meta['cpus']} CPUs" + (f" ({meta['machine']})" if meta.get("machine") else "")

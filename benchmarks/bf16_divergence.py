@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 import torch
-from _measure import machine, write_record
+from _measure import cpu_model, machine, write_record
 from torch import nn
 
 from attnconv.data import load_cifar10
@@ -53,18 +53,6 @@ from attnconv.train.threads import set_threads
 from attnconv.train.vision import _Data, _evaluate, _Model, _train_epoch
 
 ARMS = ("bf16-stream", "bf16", "bf16-fp32-outputs", "bf16-stream-fp32-logits", "bf16-stream-half-lr", "fp32")
-
-
-def cpu_model() -> str:
-    """The CPU's model name, as /proc/cpuinfo gives it (the platform's processor string elsewhere)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-    return platform.processor() or "unknown"
 
 
 @contextlib.contextmanager

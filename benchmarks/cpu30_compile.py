@@ -25,7 +25,9 @@ import time
 from pathlib import Path
 
 import torch
-from _measure import machine, write_record
+from _measure import cpu_model, machine, write_record
+
+from attnconv.train.provenance import git_commit
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / ".venv" / "bin"
@@ -75,7 +77,8 @@ def report(meta: dict, runs: list[dict], out: str) -> str:
     return write_record(
         out, {"meta": meta, "runs": runs, "rows": rows},
         title="torch.compile in the cpu-30min recipe",
-        note=(f"`benchmarks/cpu30_compile.py` at commit {meta['commit'][:7]}, CPU {meta['cpu']}: the recipe's "
+        note=(f"`benchmarks/cpu30_compile.py` at commit {meta['commit'][:7]}{'+' if meta.get('dirty') else ''}, "
+              f"CPU {meta['cpu']}: the recipe's "
               f"torchrun command on {meta['images']:,} training images for {meta['epochs']} epochs, eager and "
               f"compiled in alternation, {meta['rounds']} runs each; medians. Load average before: "
               f"{meta['load_average']}."),
@@ -99,10 +102,7 @@ def main() -> int:
     torch.set_num_threads(1)  # the record's thread count is the runs' (OMP_NUM_THREADS=1 in each process)
     meta = {**machine(), "benchmark": "cpu30_compile", "rounds": args.rounds, "epochs": args.epochs,
             "images": args.images,
-            "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                                     text=True).stdout.strip(),
-            "cpu": next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                         if line.startswith("model name")), "unknown")}
+            **git_commit(Path(__file__)), "cpu": cpu_model()}
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):

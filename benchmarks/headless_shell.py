@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from _measure import machine, write_record  # noqa: E402
+from _measure import cpu_model, machine, write_record  # noqa: E402
 
 BROWSERS = {"chromium": "chromium", "headless shell": "chromium-headless-shell"}
 CHAPTER = "notebooks/05_relative_positions_are_convolutions.html"
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         full = next(r for r in rows if r["measure"] == row["measure"] and r["browser"] == "chromium")
         row["cpu_ratio"] = row["cpu_s"] / full["cpu_s"]
     meta = machine() | {"browsers": versions, "rounds": args.rounds, "load_average_before": list(load_before),
-                        "cpu_model": _cpu_model(), "chapter": CHAPTER}
+                        "cpu_model": cpu_model(), "chapter": CHAPTER}
     text = write_record(
         args.out, {"meta": meta, "rows": rows}, title="CPU per page opened: Chromium and its headless shell",
         note=(f"Median over {args.rounds} interleaved rounds of the machine's busy CPU seconds (/proc/stat) per "
@@ -130,13 +130,6 @@ def main(argv: list[str] | None = None) -> int:
         rows=rows)
     print(text)
     return 0
-
-
-def _cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 if __name__ == "__main__":

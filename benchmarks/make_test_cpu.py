@@ -27,7 +27,9 @@ import time
 from pathlib import Path
 
 import torch
-from _measure import machine, write_record
+from _measure import cpu_model, machine, write_record
+
+from attnconv.train.provenance import git_commit
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / ".venv" / "bin"
@@ -118,12 +120,7 @@ def main() -> int:
         parser.error("ATTNCONV_DATA must name the data folder: the build runs the chapters with the data")
     torch.set_num_threads(1)  # the record's thread count is the runs' (OMP_NUM_THREADS=1, as make test sets it)
     meta = {**machine(), "benchmark": "make_test_cpu",
-            "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                                     text=True).stdout.strip(),
-            "dirty": bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                                         capture_output=True, text=True).stdout.strip()),
-            "cpu": next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                         if line.startswith("model name")), "unknown")}
+            **git_commit(Path(__file__)), "cpu": cpu_model()}
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     rows, stages = {}, {}
     with tempfile.TemporaryDirectory() as tmp:

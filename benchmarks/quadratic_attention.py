@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 import torch
-from _measure import child_peak, machine, peak_since, reset_peak, write_record
+from _measure import child_peak, cpu_model, machine, peak_since, reset_peak, write_record
 from torch import nn
 
 from attnconv import MultiHeadSelfAttention
@@ -140,13 +140,6 @@ def child(impl: str) -> None:
     module = build(impl)
     step_fn(module, x)()
     print(json.dumps({"peak_mib": peak_since(baseline)}))
-
-
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 def interleaved_times(steps: dict, repeats: int, warmup: int = 2) -> dict[str, list[float]]:
