@@ -206,8 +206,11 @@ raise RuntimeError(f"wrote {written} MB")
 """
 
 
-def _mounted_scratches() -> list[str]:
-    return [line for line in Path("/proc/mounts").read_text().splitlines() if line.startswith("attnconv-scratch ")]
+def _mounted_scratch(folder: Path) -> list[str]:
+    """The scratch tmpfs mounted at ``folder`` (its ``/proc/mounts`` lines). Only this one: under pytest-xdist another
+    worker's grading may hold its own scratch mounted at the same moment."""
+    return [line for line in Path("/proc/mounts").read_text().splitlines()
+            if line.startswith("attnconv-scratch ") and line.split()[1] == str(folder)]
 
 
 def test_writing_4_gb_to_scratch_is_stopped_at_its_quota(toy, monkeypatch):
@@ -217,19 +220,24 @@ def test_writing_4_gb_to_scratch_is_stopped_at_its_quota(toy, monkeypatch):
     from attnconv.course import isolation
 
     made, make = [], ScratchQuota.make.__func__
-    monkeypatch.setattr(isolation.ScratchQuota, "make", classmethod(
-        lambda cls, folder, mb=isolation.SCRATCH_MB: made.append(make(cls, folder, mb)) or made[-1]))
+
+    def make_and_look(cls, folder, mb=isolation.SCRATCH_MB):
+        quota = make(cls, folder, mb)
+        made.append((quota, _mounted_scratch(quota.folder)))  # its mount, seen while the grading runs
+        return quota
+
+    monkeypatch.setattr(isolation.ScratchQuota, "make", classmethod(make_and_look))
     nb = write(toy / "filler.ipynb", *stub_cells(), FILL_SCRATCH)
-    mounts = _mounted_scratches()
     report = grade_notebook(nb, CHAPTER, cell_timeout=240, total_timeout=600, checks=("toy_checks",),
                             scratch_mb=256)
     assert report.score == 0, report.table()  # the untouched student edition scores 0
     assert any("scratch folder's 256 MiB quota" in p for p in report.problems), report.problems
     assert [e["ename"] for e in report.cell_errors if e["cell"] == 5] == ["ScratchQuota"], report.cell_errors
-    (quota,) = made
+    ((quota, while_grading),) = made
     assert quota.mounted == (os.geteuid() == 0)  # as root the folder was a tmpfs: nothing reached the disk
+    assert len(while_grading) == quota.mounted, while_grading  # so the look at /proc/mounts below can see it
     assert quota.hit and quota.peak <= 256 * 2**20 + (0 if os.geteuid() == 0 else 768 * 2**20), quota.peak
-    assert _mounted_scratches() == mounts, "a scratch tmpfs is still mounted"
+    assert _mounted_scratch(quota.folder) == [], "the grading's scratch tmpfs is still mounted"
     assert not quota.folder.exists() and not list(Path(toy).rglob("fill-*"))
 
 
