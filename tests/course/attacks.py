@@ -11,7 +11,10 @@ import nbformat
 
 from toy_course import honest_cells, stub_cells, write
 
-TOKEN = "ATTNCONV-ATTACK-7f3a"  # in the command line of every process an attack starts
+# In the command line of every process an attack starts. One token per test process: under pytest-xdist the other
+# worker's attack may be running (inside its grading, before the grader stops it) when this worker's test looks for
+# survivors of its own.
+TOKEN = f"ATTNCONV-ATTACK-7f3a-{os.getpid()}"
 
 
 def payload(code: str) -> str:
