@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import torch
+from _busy_plugin import busy
 from _measure import cpu_model, machine, write_record
 
 from attnconv.train.provenance import git_commit
@@ -35,29 +36,6 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / ".venv" / "bin"
 BUSY_SHARE = 0.96  # make test's busy share of two cores in the fresh-clone records
 TARGET_S = 360
-
-# A pytest plugin that writes each test's machine busy CPU seconds (all processes, /proc/stat) and wall seconds.
-PLUGIN = '''
-import json, os, time
-import pytest
-
-def busy():
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
-
-SEEN = {}
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    cpu, wall = busy(), time.monotonic()
-    yield
-    SEEN[item.nodeid] = [busy() - cpu, time.monotonic() - wall]
-
-def pytest_sessionfinish(session):
-    with open(os.environ["MAKE_TEST_CPU_OUT"], "w") as f:
-        json.dump(SEEN, f)
-'''
 
 # The stages as the Makefile runs them (test-lib, test-course, test-book, test-notebooks), serially.
 STAGES = {
@@ -98,12 +76,6 @@ def group(stage: str, nodeid: str) -> str:
     return "library: every other test"
 
 
-def busy() -> float:
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
-
-
 def run(argv: list[str], env: dict) -> tuple[float, float, int]:
     """(busy CPU s, wall s, exit status) of one command."""
     cpu, wall = busy(), time.monotonic()
@@ -124,7 +96,6 @@ def main() -> int:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     rows, stages = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "make_test_cpu_plugin.py").write_text(PLUGIN)
         ledger = Path(tmp) / "ledger"
         ledger.mkdir()
         env["ATTNCONV_LEDGER_CACHE"] = str(ledger)  # one ledger run, shared by the book page and test_claims
@@ -134,14 +105,14 @@ def main() -> int:
             rows["chapter runs: the book build with the data (Sphinx and the claims page's ledger included)"] = [cpu, 1]
         for stage in [s for s in args.stages if s != "book"]:
             out = Path(tmp) / f"{stage}.json"
-            stage_env = {**env, "PYTHONPATH": tmp, "MAKE_TEST_CPU_OUT": str(out)}
+            stage_env = {**env, "PYTHONPATH": str(Path(__file__).resolve().parent), "MAKE_TEST_CPU_OUT": str(out)}
             if stage == "test-notebooks":
                 nodata = Path(tmp) / "nodata"
                 nodata.mkdir()
                 stage_env.pop("ATTNCONV_DATA")
                 stage_env["ATTNCONV_CACHE"] = str(nodata)
             cpu, wall, code = run([str(BIN / "python"), "-m", "pytest", *STAGES[stage], "-p",
-                                   "make_test_cpu_plugin"], stage_env)
+                                   "_busy_plugin"], stage_env)
             seen = json.loads(out.read_text()) if out.exists() else {}
             stages[stage] = {"cpu_s": cpu, "wall_s": wall, "exit": code, "tests": len(seen),
                              "slowest": sorted(seen.items(), key=lambda kv: -kv[1][0])[:15]}
